@@ -1,0 +1,90 @@
+"""Small local stand-ins for the released files: a tokenizer and a tiny model config.
+
+They let a newcomer without network check the whole pipeline (`--model demo`), and let
+tests and benchmarks build random-weight models of any released architecture offline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import string
+from pathlib import Path
+from typing import Any
+
+WORD_START = "\u2581"  # SentencePiece's word-start marker
+
+
+def make_tokenizer_json(path: Path, vocab_size: int) -> Path:
+    """A unigram `tokenizers` file with exactly `vocab_size` pieces, SentencePiece-style."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    symbols = string.ascii_letters + string.digits + ".,!?;:'\"-()\u2026"
+    pieces: list[tuple[str, float]] = [("<unk>", 0.0), (WORD_START, -1.0)]
+    for symbol in symbols:
+        pieces += [(WORD_START + symbol, -2.0), (symbol, -3.0)]
+    for letters in itertools.chain(
+        itertools.product(string.ascii_lowercase, repeat=2), itertools.product(string.ascii_lowercase, repeat=3)
+    ):
+        if len(pieces) >= vocab_size:
+            break
+        pieces.append((WORD_START + "".join(letters), -4.0 - len(letters)))
+    if len(pieces) < vocab_size:
+        raise ValueError(f"cannot make {vocab_size} pieces")
+    tokenizer = Tokenizer(models.Unigram(pieces[:vocab_size], unk_id=0))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.decoder = decoders.Metaspace()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(path))
+    return path
+
+
+def make_sentencepiece_model(path: Path, vocab_size: int = 256) -> Path:
+    """Train a tiny SentencePiece model on generated text; its size is `vocab_size`."""
+    import io
+
+    import sentencepiece
+
+    import random
+
+    # Pseudo-words from random syllables give the trainer enough distinct pieces.
+    rng = random.Random(0)
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    words = ["".join(rng.choices(syllables, k=rng.randint(1, 3))) for _ in range(600)]
+    lines = [" ".join(rng.choices(words, k=8)).capitalize() + rng.choice([".", "!", "?", ", 3.5."])
+             for _ in range(2000)]  # fmt: skip
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
+        character_coverage=1.0, model_type="unigram", minloglevel=2,
+        user_defined_symbols=list(".,!?;:"),
+    )  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(model.getvalue())
+    return path
+
+
+def demo_config(tokenizer_path: str, vocab_size: int) -> dict[str, Any]:
+    """A tiny model of the default architecture's shape (~2 M parameters)."""
+    seanet = {
+        "dimension": 64, "channels": 1, "n_filters": 8, "n_residual_layers": 1, "ratios": [6, 5, 4],
+        "kernel_size": 7, "residual_kernel_size": 3, "last_kernel_size": 3, "dilation_base": 2,
+        "pad_mode": "constant", "compress": 2,
+    }  # fmt: skip
+    return {
+        "flow_lm": {
+            "dtype": "float32",
+            "insert_bos_before_voice": True,
+            "flow": {"dim": 32, "depth": 2},
+            "transformer": {"d_model": 64, "hidden_scale": 2, "max_period": 10000, "num_heads": 4, "num_layers": 2},
+            "lookup_table": {"dim": 64, "n_bins": vocab_size, "tokenizer": "tokenizers", "tokenizer_path": tokenizer_path},
+        },
+        "mimi": {
+            "dtype": "float32", "sample_rate": 24000, "channels": 1, "frame_rate": 12.5,
+            "inner_dim": 32, "outer_dim": 64, "seanet": seanet,
+            "transformer": {
+                "d_model": 64, "num_heads": 4, "num_layers": 1, "layer_scale": 0.01, "context": 250,
+                "dim_feedforward": 128, "input_dimension": 64, "output_dimensions": [64],
+            },
+            "quantizer": {"dimension": 32, "output_dimension": 64},
+        },  # fmt: skip
+    }

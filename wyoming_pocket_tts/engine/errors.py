@@ -1,0 +1,17 @@
+"""Exceptions the engine raises, each with a message meant for the user."""
+
+
+class EngineError(Exception):
+    """Base class of every error the engine reports to its callers."""
+
+
+class ModelLoadError(EngineError):
+    """A model could not be resolved, downloaded or loaded."""
+
+
+class VoiceError(EngineError):
+    """A voice could not be made: bad recording, wrong model, missing access."""
+
+
+class TextError(EngineError):
+    """The text cannot be spoken (empty, nothing pronounceable)."""

@@ -1,0 +1,198 @@
+"""The FlowLM: a causal transformer over text tokens and audio latents, with a flow
+sampler head that turns each output into the next 32-dim latent and an EOS head."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import FlowLMConfig
+from .layers import PrefixCache, Transformer
+
+
+class TextEmbedding(nn.Module):
+    """Lookup table over token ids (one extra row for padding), optionally low-rank."""
+
+    def __init__(self, n_bins: int, dim: int, rank: int | None) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(n_bins + 1, rank or dim)
+        self.proj = None if rank is None else nn.Linear(rank, dim, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        return x if self.proj is None else self.proj(x)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.alpha = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The released weights were trained with the (unbiased) variance here, not the
+        # mean square: keep it, or the time embeddings drift.
+        return x * (self.alpha * torch.rsqrt(self.eps + x.var(dim=-1, keepdim=True)))
+
+
+class TimeEmbedding(nn.Module):
+    def __init__(self, hidden: int, frequency_dim: int = 256, max_period: float = 10000.0) -> None:
+        super().__init__()
+        half = frequency_dim // 2
+        self.register_buffer("freqs", torch.exp(-math.log(max_period) * torch.arange(half) / half))
+        self.mlp = nn.Sequential(
+            nn.Linear(frequency_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), RMSNorm(hidden)
+        )
+
+    def forward(self, t: torch.Tensor) -> torch.Tensor:
+        angles = t * self.freqs
+        return self.mlp(torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1))
+
+
+def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return x * (1 + scale) + shift
+
+
+class ResBlock(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.in_ln = nn.LayerNorm(channels, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(channels, channels), nn.SiLU(), nn.Linear(channels, channels))
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 3 * channels))
+
+    def forward(self, x: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
+        shift, scale, gate = self.adaLN_modulation(condition).chunk(3, dim=-1)
+        return x + gate * self.mlp(_modulate(self.in_ln(x), shift, scale))
+
+
+class FinalLayer(nn.Module):
+    def __init__(self, channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.channels = channels
+        self.linear = nn.Linear(channels, out_channels)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 2 * channels))
+
+    def forward(self, x: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
+        shift, scale = self.adaLN_modulation(condition).chunk(2, dim=-1)
+        return self.linear(_modulate(F.layer_norm(x, (self.channels,), eps=1e-6), shift, scale))
+
+
+class SamplerHead(nn.Module):
+    """MLP with adaptive layer norm: (condition, time(s), x_t) -> flow or sample."""
+
+    def __init__(self, latent_dim: int, width: int, cond_dim: int, depth: int, num_time_conds: int) -> None:
+        super().__init__()
+        self.time_embed = nn.ModuleList(TimeEmbedding(width) for _ in range(num_time_conds))
+        self.cond_embed = nn.Linear(cond_dim, width)
+        self.input_proj = nn.Linear(latent_dim, width)
+        self.res_blocks = nn.ModuleList(ResBlock(width) for _ in range(depth))
+        self.final_layer = FinalLayer(width, latent_dim)
+
+    def forward(self, condition: torch.Tensor, times: list[float], x: torch.Tensor) -> torch.Tensor:
+        y = self.cond_embed(condition)
+        if times:
+            time_sum = sum(
+                emb(torch.full_like(x[..., :1], t)) for emb, t in zip(self.time_embed, times)
+            )
+            y = y + time_sum / len(times)
+        h = self.input_proj(x)
+        for block in self.res_blocks:
+            h = block(h, y)
+        return self.final_layer(h, y)
+
+
+_TIME_CONDITIONS = {"lsd": 2, "flow_matching": 1, "drifting": 0, "pointwise": 0}
+
+
+def sample_latent(head: SamplerHead, kind: str, condition: torch.Tensor, noise: torch.Tensor, steps: int) -> torch.Tensor:
+    """Turn noise into a latent with the sampler head, as the head was trained to."""
+    x = noise
+    if kind == "lsd":  # Lagrangian self-distillation: flow from s to t
+        for i in range(steps):
+            x = x + head(condition, [i / steps, (i + 1) / steps], x) / steps
+    elif kind == "flow_matching":  # Euler integration of the flow
+        for i in range(steps):
+            x = x + head(condition, [i / steps], x) / steps
+    elif kind == "drifting":  # the head maps noise to a sample in one step
+        x = head(condition, [], x)
+    else:  # pointwise: noise plus the head's output
+        x = x + head(condition, [], x)
+    return x
+
+
+@dataclass
+class StepOutput:
+    latent: torch.Tensor  # [B, 1, latent_dim]
+    eos_logit: float
+
+
+class FlowLM(nn.Module):
+    emb_std: torch.Tensor
+    emb_mean: torch.Tensor
+
+    def __init__(self, config: FlowLMConfig, latent_dim: int, voice_dim: int) -> None:
+        super().__init__()
+        tcfg = config.transformer
+        d_model = tcfg.d_model
+        self.sampler_kind = config.flow.type
+        self.latent_dim = latent_dim
+        self.conditioner = TextEmbedding(config.lookup_table.n_bins, config.lookup_table.dim, config.lookup_table.rank)
+        self.flow_net = SamplerHead(
+            latent_dim, config.flow.dim, config.z_dim or d_model, config.flow.depth, _TIME_CONDITIONS[self.sampler_kind]
+        )
+        self.register_buffer("emb_std", torch.ones(latent_dim))
+        self.register_buffer("emb_mean", torch.zeros(latent_dim))
+        self.bos_emb = nn.Parameter(torch.randn(latent_dim))
+        if config.insert_bos_before_voice:
+            self.bos_before_voice = nn.Parameter(torch.randn(1, 1, d_model))
+        self.insert_bos_before_voice = config.insert_bos_before_voice
+        self.speaker_proj_weight = nn.Parameter(torch.zeros(d_model, voice_dim))
+        self.input_linear = nn.Linear(latent_dim, d_model, bias=False)
+        self.transformer = Transformer(
+            d_model=d_model,
+            num_heads=tcfg.num_heads,
+            num_layers=tcfg.num_layers,
+            dim_feedforward=tcfg.ffn_dim,
+            max_period=float(tcfg.max_period),
+            attn_dim=tcfg.attn_dim,
+            num_kv_heads=tcfg.num_kv_heads,
+        )
+        self.out_norm = nn.LayerNorm(d_model, eps=1e-5)
+        self.z_proj = None if config.z_dim is None else nn.Linear(d_model, config.z_dim, bias=False)
+        self.out_eos = nn.Linear(config.z_dim or d_model, 1)
+
+    def voice_prompt(self, voice_latents: torch.Tensor) -> torch.Tensor:
+        """The embeddings the FlowLM reads for a voice: [bos] + projected codec latents."""
+        prompt = F.linear(voice_latents, self.speaker_proj_weight)
+        if self.insert_bos_before_voice:
+            prompt = torch.cat([self.bos_before_voice.expand(prompt.shape[0], -1, -1), prompt], dim=1)
+        return prompt
+
+    def prefill(self, embeddings: torch.Tensor, caches: list[PrefixCache]) -> None:
+        """Run a prompt (voice or text embeddings) through the transformer into the caches."""
+        self.transformer.forward_prefix(embeddings, caches)
+
+    def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.conditioner(ids)
+
+    def step(
+        self,
+        previous: torch.Tensor | None,
+        caches: list[PrefixCache],
+        noise: torch.Tensor,
+        decode_steps: int,
+    ) -> StepOutput:
+        """One autoregressive step: the previous latent (None at the start) -> next latent."""
+        if previous is None:
+            previous = self.bos_emb.view(1, 1, -1)
+        hidden = self.transformer.forward_prefix(self.input_linear(previous), caches)
+        hidden = self.out_norm(hidden[:, -1])
+        if self.z_proj is not None:
+            hidden = self.z_proj(hidden)
+        eos_logit = float(self.out_eos(hidden))
+        latent = sample_latent(self.flow_net, self.sampler_kind, hidden, noise, decode_steps)
+        return StepOutput(latent[:, None, :], eos_logit)

@@ -1,0 +1,263 @@
+"""Transformer building blocks shared by the FlowLM and the Mimi codec.
+
+Module and parameter names follow the released weight files, so their state dicts load
+without renaming. Attention comes in three flavours, one per way the model is run:
+
+* `attend_with_prefix` (FlowLM): a read-only voice prefix, shared by every request, plus
+  the request's own preallocated cache; the prefix is read in place, never copied.
+* `attend_window` (Mimi decoder): a sliding window of the last `context` positions.
+* `attend_causal` (Mimi encoder): a whole recording at once, no state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class RotaryTable:
+    """cos/sin of the rotary embedding for positions [0, size), grown on demand.
+
+    The angles are computed in float32 exactly as position * frequency, so a table lookup
+    gives the same values as computing them per step.
+    """
+
+    def __init__(self, head_dim: int, max_period: float) -> None:
+        steps = torch.arange(head_dim // 2, dtype=torch.float32)
+        self.frequencies = torch.exp(steps * (-math.log(max_period) * 2 / head_dim))
+        self._cos = torch.empty(0, 1, head_dim // 2)
+        self._sin = torch.empty(0, 1, head_dim // 2)
+
+    def lookup(self, start: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        end = start + length
+        cos, sin = self._cos, self._sin  # one read: another thread may swap in a bigger table
+        if cos.shape[0] < end:
+            size = max(end, 2 * cos.shape[0], 512)
+            positions = torch.arange(size, dtype=torch.float32).view(-1, 1, 1)
+            angles = self.frequencies * positions
+            cos, sin = torch.cos(angles), torch.sin(angles)
+            self._cos, self._sin = cos, sin
+        return cos[start:end], sin[start:end]
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate interleaved (real, imaginary) pairs of x [B, T, H, D] by the given angles."""
+    b, t, h, d = x.shape
+    pairs = x.view(b, t, h, d // 2, 2).float()
+    real, imag = pairs[..., 0], pairs[..., 1]
+    rotated = torch.stack([real * cos - imag * sin, real * sin + imag * cos], dim=-1)
+    return rotated.to(x.dtype).view(b, t, h, d)
+
+
+@dataclass
+class PrefixCache:
+    """One FlowLM layer's keys and values for one request, laid out [B, H_kv, T, D].
+
+    `prefix_*` belong to the voice state and are only read; `own_*` are this request's
+    preallocated buffers, of which the first `length` positions are filled.
+    """
+
+    prefix_k: torch.Tensor
+    prefix_v: torch.Tensor
+    own_k: torch.Tensor
+    own_v: torch.Tensor
+    length: int = 0
+
+    @property
+    def position(self) -> int:
+        return self.prefix_k.shape[2] + self.length
+
+
+@dataclass
+class WindowCache:
+    """The last `context - 1` keys and values of a sliding-window layer, [B, H, T, D]."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    position: int = 0
+
+
+def attend_with_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
+    """Causal attention of new positions over the voice prefix and the request's cache.
+
+    q [B, H, t, D]; k, v [B, H_kv, t, D]. Query heads are grouped over the key/value heads
+    (head h reads kv head h // group).
+    """
+    b, heads, t, d = q.shape
+    kv_heads = k.shape[1]
+    start, end = cache.length, cache.length + t
+    cache.own_k[:, :, start:end] = k
+    cache.own_v[:, :, start:end] = v
+    cache.length = end
+    own_k, own_v = cache.own_k[:, :, :end], cache.own_v[:, :, :end]
+
+    grouped_q = q.reshape(b, kv_heads, (heads // kv_heads) * t, d) * (1.0 / math.sqrt(d))
+    prefix_scores = grouped_q @ cache.prefix_k.transpose(-1, -2)
+    own_scores = grouped_q @ own_k.transpose(-1, -2)
+    if t > 1:
+        # query i sits at own position start + i and may read own keys up to it
+        query_pos = torch.arange(start, end).repeat(heads // kv_heads).view(-1, 1)
+        future = torch.arange(end).view(1, -1) > query_pos
+        own_scores = own_scores.masked_fill(future, float("-inf"))
+    prefix_len = cache.prefix_k.shape[2]
+    weights = torch.softmax(torch.cat([prefix_scores, own_scores], dim=-1), dim=-1)
+    out = weights[..., :prefix_len] @ cache.prefix_v + weights[..., prefix_len:] @ own_v
+    return out.view(b, heads, t, d)
+
+
+def attend_window(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: WindowCache, context: int) -> torch.Tensor:
+    """Attention of t new positions over the previous `context - 1` positions and themselves."""
+    t = q.shape[2]
+    keys = torch.cat([cache.k, k], dim=2)
+    values = torch.cat([cache.v, v], dim=2)
+    history = cache.k.shape[2]
+    # query i (absolute position p + i) reads key j (absolute p - history + j) when
+    # 0 <= distance < context
+    distance = torch.arange(t).view(-1, 1) + history - torch.arange(history + t).view(1, -1)
+    allowed = (distance >= 0) & (distance < context)
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed)
+    cache.k, cache.v = keys[:, :, -(context - 1) :], values[:, :, -(context - 1) :]
+    cache.position += t
+    return out
+
+
+def attend_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, context: int | None) -> torch.Tensor:
+    t = q.shape[2]
+    distance = torch.arange(t).view(-1, 1) - torch.arange(t).view(1, -1)
+    allowed = distance >= 0
+    if context is not None:
+        allowed &= distance < context
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+
+class LayerScale(nn.Module):
+    def __init__(self, channels: int, init: float) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((channels,), init))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scale * x
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, attn_dim: int | None = None, num_kv_heads: int | None = None) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.attn_dim = attn_dim or d_model
+        self.num_kv_heads = num_kv_heads or num_heads
+        self.head_dim = self.attn_dim // num_heads
+        kv_dim = self.head_dim * self.num_kv_heads
+        self.in_proj = nn.Linear(d_model, self.attn_dim + 2 * kv_dim, bias=False)
+        self.out_proj = nn.Linear(self.attn_dim, d_model, bias=False)
+
+    def project(self, x: torch.Tensor, rotary: RotaryTable, position: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q [B, H, t, D] and k, v [B, H_kv, t, D] of x [B, t, C], rotated for `position`."""
+        b, t, _ = x.shape
+        projected = self.in_proj(x)
+        q = projected[..., : self.attn_dim].view(b, t, self.num_heads, self.head_dim)
+        kv = projected[..., self.attn_dim :].view(b, t, 2, self.num_kv_heads, self.head_dim)
+        cos, sin = rotary.lookup(position, t)
+        q = apply_rotary(q, cos, sin)
+        k = apply_rotary(kv[:, :, 0], cos, sin)
+        return q.transpose(1, 2), k.transpose(1, 2), kv[:, :, 1].transpose(1, 2)
+
+    def output(self, attended: torch.Tensor) -> torch.Tensor:
+        b, _, t, _ = attended.shape
+        return self.out_proj(attended.transpose(1, 2).reshape(b, t, self.attn_dim))
+
+
+class TransformerLayer(nn.Module):
+    """Pre-norm layer: x + attention(norm1(x)), then x + FFN(norm2(x)), GELU (tanh)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dim_feedforward: int,
+        layer_scale: float | None = None,
+        attn_dim: int | None = None,
+        num_kv_heads: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.self_attn = SelfAttention(d_model, num_heads, attn_dim, num_kv_heads)
+        self.norm1 = nn.LayerNorm(d_model, eps=1e-5)
+        self.norm2 = nn.LayerNorm(d_model, eps=1e-5)
+        self.linear1 = nn.Linear(d_model, dim_feedforward, bias=False)
+        self.linear2 = nn.Linear(dim_feedforward, d_model, bias=False)
+        if layer_scale is None:
+            self.layer_scale_1: nn.Module = nn.Identity()
+            self.layer_scale_2: nn.Module = nn.Identity()
+        else:
+            self.layer_scale_1 = LayerScale(d_model, layer_scale)
+            self.layer_scale_2 = LayerScale(d_model, layer_scale)
+
+    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        update = self.linear2(F.gelu(self.linear1(self.norm2(x)), approximate="tanh"))
+        return x + self.layer_scale_2(update)
+
+
+class Transformer(nn.Module):
+    """A stack of layers sharing one rotary table; run in one of three attention modes."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        num_layers: int,
+        dim_feedforward: int,
+        max_period: float = 10000.0,
+        layer_scale: float | None = None,
+        context: int | None = None,
+        attn_dim: int | None = None,
+        num_kv_heads: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.context = context
+        self.layers = nn.ModuleList(
+            TransformerLayer(d_model, num_heads, dim_feedforward, layer_scale, attn_dim, num_kv_heads)
+            for _ in range(num_layers)
+        )
+        first = self.layers[0].self_attn
+        self.num_kv_heads, self.head_dim = first.num_kv_heads, first.head_dim
+        self.rotary = RotaryTable(first.head_dim, max_period)
+
+    def forward_prefix(self, x: torch.Tensor, caches: list[PrefixCache]) -> torch.Tensor:
+        position = caches[0].position
+        for layer, cache in zip(self.layers, caches):
+            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, position)
+            x = x + layer.layer_scale_1(layer.self_attn.output(attend_with_prefix(q, k, v, cache)))
+            x = layer.feed_forward(x)
+        return x
+
+    def forward_window(self, x: torch.Tensor, caches: list[WindowCache]) -> torch.Tensor:
+        assert self.context is not None
+        position = caches[0].position
+        for layer, cache in zip(self.layers, caches):
+            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, position)
+            attended = attend_window(q, k, v, cache, self.context)
+            x = x + layer.layer_scale_1(layer.self_attn.output(attended))
+            x = layer.feed_forward(x)
+        return x
+
+    def forward_full(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, 0)
+            x = x + layer.layer_scale_1(layer.self_attn.output(attend_causal(q, k, v, self.context)))
+            x = layer.feed_forward(x)
+        return x
+
+    def new_window_caches(self, batch: int = 1) -> list[WindowCache]:
+        empty = torch.zeros(batch, self.num_kv_heads, 0, self.head_dim)
+        return [WindowCache(empty, empty) for _ in self.layers]
+
+    def new_prefix_caches(self, prefix: list[tuple[torch.Tensor, torch.Tensor]], capacity: int) -> list[PrefixCache]:
+        """Per-layer caches reading `prefix` (k, v per layer) in place, with room for `capacity`."""
+        caches = []
+        for prefix_k, prefix_v in prefix:
+            shape = (prefix_k.shape[0], self.num_kv_heads, capacity, self.head_dim)
+            caches.append(PrefixCache(prefix_k, prefix_v, torch.empty(shape), torch.empty(shape)))
+        return caches

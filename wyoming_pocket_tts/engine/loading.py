@@ -1,0 +1,142 @@
+"""Turning a model name, config file or hub path into a ready `TTSModel`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .catalog import catalog, language_of
+from .config import ModelConfig, parse_config, read_config_file
+from .demo import demo_config, make_tokenizer_json
+from .errors import ModelLoadError
+from .hub import HubAccess, is_hub_path, resolve
+from .model import ModelInfo, TTSModel
+from .network import PocketNetwork, load_weights, random_weights
+from .quantize import quantize_flow_lm
+from .tokenizer import load_tokenizer
+
+logger = logging.getLogger(__name__)
+
+DEMO_NAME = "demo"
+DEMO_VOCAB = 512
+
+
+def load_model(
+    name_or_path: str = "english",
+    *,
+    hf_token: str | None = None,
+    quantize: bool = False,
+    threads: int | None = None,
+    offline: bool = False,
+    cache_dir: Path | None = None,
+) -> TTSModel:
+    """Load a catalog model, the built-in demo model, or an upstream-format YAML config.
+
+    Weights come from `weights_path` (the gated cloning release) when the token grants
+    access, otherwise from `weights_path_without_voice_cloning`.
+    """
+    if threads is not None:
+        torch.set_num_threads(threads)
+    hub = HubAccess(token=hf_token, offline=offline, cache_dir=cache_dir)
+    started = time.monotonic()
+    if name_or_path == DEMO_NAME:
+        model = build_demo_model()
+    else:
+        entry = catalog().get(name_or_path)
+        if entry is not None:
+            raw, base_dir, name = entry.config, None, entry.name
+            voices = {voice: entry.voice_state_path(voice) for voice in entry.voices}
+            languages: tuple[str, ...] = (entry.language,)
+        else:
+            raw, base_dir, name = _read_custom_config(name_or_path, hub), None, name_or_path
+            if not is_hub_path(name_or_path):
+                base_dir = Path(name_or_path).expanduser().resolve().parent
+            voices = {}
+            language = language_of(name_or_path)
+            languages = (language,) if language else ()
+        model = build_model(raw, name=name, hub=hub, base_dir=base_dir, voices=voices, languages=languages)
+    if quantize:
+        count = quantize_flow_lm(model.network.flow_lm)
+        logger.info("int8: quantized %d FlowLM linears", count)
+    logger.info("model %s ready in %.1f s (id %s)", model.name, time.monotonic() - started, model.model_id)
+    return model
+
+
+def _read_custom_config(name_or_path: str, hub: HubAccess) -> dict[str, Any]:
+    looks_like_file = name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path
+    if not looks_like_file:
+        known = ", ".join(sorted(catalog()))
+        raise ModelLoadError(f"unknown model {name_or_path!r}; known models: {known}, {DEMO_NAME}, or a path to a YAML config")
+    return read_config_file(resolve(name_or_path, hub))
+
+
+def build_model(
+    raw: dict[str, Any],
+    *,
+    name: str,
+    hub: HubAccess = HubAccess(),
+    base_dir: Path | None = None,
+    voices: dict[str, str] | None = None,
+    languages: tuple[str, ...] = (),
+    random_seed: int | None = None,
+    model_id: str | None = None,
+) -> TTSModel:
+    """Build from a parsed config. With `random_seed`, weights are random and not loaded."""
+    config = parse_config(raw)
+    lookup = config.flow_lm.lookup_table
+    tokenizer = load_tokenizer(resolve(lookup.tokenizer_path, hub, base_dir), lookup.tokenizer, lookup.n_bins)
+    network = PocketNetwork(config)
+    if random_seed is not None:
+        random_weights(network, random_seed)
+        weights_id, can_clone = f"random-{random_seed}", True
+    else:
+        weights_id, can_clone = _load_released_weights(network, config, hub, base_dir)
+    model_id = model_id or _model_id(name, raw, weights_id)
+    info = ModelInfo(name, model_id, languages, tuple(voices or {}), can_clone)
+    return TTSModel(network, tokenizer, config, info, dict(voices or {}), hub)
+
+
+def _load_released_weights(network: PocketNetwork, config: ModelConfig, hub: HubAccess,
+                           base_dir: Path | None) -> tuple[str, bool]:
+    candidates = [p for p in (config.weights_path, config.weights_path_without_voice_cloning) if p]
+    if not candidates:
+        raise ModelLoadError("the model config names no weights (weights_path)")
+    failures = []
+    for path in candidates:
+        try:
+            local = resolve(path, hub, base_dir)
+        except ModelLoadError as err:
+            failures.append(str(err))
+            logger.info("weights %s unavailable: %s", path, err)
+            continue
+        logger.info("loading weights %s", local)
+        can_clone = load_weights(network, local)
+        if not can_clone:
+            logger.warning("these weights cannot clone voices; predefined voices and exported states still work")
+        return str(path), can_clone
+    raise ModelLoadError("; ".join(failures))
+
+
+def _model_id(name: str, raw: dict[str, Any], weights_id: str) -> str:
+    """Stable identity of (architecture, weights): voice states are only valid for it."""
+    shape = {key: raw[key] for key in ("flow_lm", "mimi") if key in raw}
+    digest = hashlib.sha256(json.dumps([shape, weights_id], sort_keys=True, default=str).encode()).hexdigest()
+    return f"{Path(name).stem}-{digest[:12]}"
+
+
+def build_demo_model(seed: int = 0) -> TTSModel:
+    """A tiny random-weight model made locally in well under a second."""
+    logger.warning("demo model: random weights, it produces noise, not speech")
+    tokenizer_dir = Path(tempfile.mkdtemp(prefix="pocket-tts-demo-"))
+    tokenizer = make_tokenizer_json(tokenizer_dir / "tokenizer.json", DEMO_VOCAB)
+    raw = demo_config(str(tokenizer), DEMO_VOCAB)
+    # The temporary tokenizer path must not change the model's identity between runs.
+    identity = _model_id(DEMO_NAME, demo_config("demo-tokenizer", DEMO_VOCAB), f"random-{seed}")
+    return build_model(raw, name=DEMO_NAME, random_seed=seed, languages=("en",), model_id=identity)

@@ -1,0 +1,240 @@
+"""A loaded model: voices in, text in, 80 ms frames of audio out.
+
+The network's weights are shared and never written after loading, so any number of
+threads may synthesize at once; everything a request writes (its KV cache, decoder state
+and noise generator) belongs to that request's `SpeechSession`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .audio import end_on_pause, read_recording
+from .config import ModelConfig
+from .errors import TextError, VoiceError
+from .hub import HubAccess, resolve
+from .network import PocketNetwork
+from .options import GenerationOptions
+from .text import TextRules, prepare, split_into_chunks
+from .tokenizer import Tokenizer
+from .voice import VoiceState, load_voice_state, save_voice_state
+
+logger = logging.getLogger(__name__)
+
+# Speech is estimated at 3 tokens per second, plus 2 s of slack: the hard cap on a chunk.
+TOKENS_PER_SECOND = 3.0
+EXTRA_SECONDS = 2.0
+# Before speech starts, the EOS logit of some voices crosses the threshold: ignore it.
+MIN_FRAMES_BEFORE_EOS = 6
+FADE_IN_SECONDS = 0.005
+MAX_TEXT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    model_id: str
+    languages: tuple[str, ...]
+    predefined_voices: tuple[str, ...]
+    can_clone: bool
+
+
+class TTSModel:
+    def __init__(self, network: PocketNetwork, tokenizer: Tokenizer, config: ModelConfig, info: ModelInfo,
+                 voice_state_paths: dict[str, str], hub: HubAccess) -> None:
+        self.network = network.eval().requires_grad_(False)
+        self.tokenizer = tokenizer
+        self.config = config
+        self.info = info
+        self._voice_state_paths = voice_state_paths
+        self._hub = hub
+        self.text_rules = TextRules(
+            pad_short_inputs=config.pad_with_spaces_for_short_inputs,
+            remove_semicolons=config.remove_semicolons,
+            append_terminal_punctuation=config.append_terminal_punctuation,
+            capitalize_first_letter=config.capitalize_first_letter,
+            replace_characters=dict(config.replace_characters),
+        )
+        transformer = network.flow_lm.transformer
+        self._state_shape = (len(transformer.layers), transformer.num_kv_heads, transformer.head_dim)
+
+    # -- facts -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def model_id(self) -> str:
+        return self.info.model_id
+
+    @property
+    def languages(self) -> list[str]:
+        return list(self.info.languages)
+
+    @property
+    def predefined_voices(self) -> tuple[str, ...]:
+        return self.info.predefined_voices
+
+    @property
+    def can_clone(self) -> bool:
+        return self.info.can_clone
+
+    @property
+    def sample_rate(self) -> int:
+        return self.network.mimi.sample_rate
+
+    @property
+    def frame_size(self) -> int:
+        return self.network.mimi.frame_size
+
+    # -- voices ------------------------------------------------------------------------
+    @torch.inference_mode()
+    def voice_from_audio(self, audio: torch.Tensor) -> VoiceState:
+        """Encode 24 kHz mono audio [1, samples] into a voice state."""
+        if not self.can_clone:
+            raise VoiceError(
+                "voice cloning needs the gated weights of kyutai/pocket-tts: accept the terms "
+                "at https://huggingface.co/kyutai/pocket-tts and pass a read token "
+                "(--hf-token or HF_TOKEN); predefined voices work without it"
+            )
+        prompt_audio = end_on_pause(audio, self.sample_rate)
+        latents = self.network.mimi.encode(prompt_audio.unsqueeze(0))
+        flow_lm = self.network.flow_lm
+        prompt = flow_lm.voice_prompt(latents)
+        caches = flow_lm.transformer.new_prefix_caches(self._empty_prefix(), capacity=prompt.shape[1])
+        flow_lm.prefill(prompt, caches)
+        return VoiceState(self.model_id, tuple((c.own_k, c.own_v) for c in caches))
+
+    def voice_from_recording(self, path: str | Path) -> VoiceState:
+        path = Path(path)
+        return self.voice_from_audio(read_recording(path, self.sample_rate))
+
+    def voice_from_file(self, path: str | Path) -> VoiceState:
+        return load_voice_state(Path(path), self.model_id, *self._state_shape)
+
+    def voice_from_predefined(self, name: str) -> VoiceState:
+        hub_path = self._voice_state_paths.get(name)
+        if hub_path is None:
+            known = ", ".join(self.predefined_voices) or "none"
+            raise VoiceError(f"model {self.name} has no predefined voice {name!r} (it has: {known})")
+        try:
+            local = resolve(hub_path, self._hub)
+        except Exception as err:  # noqa: BLE001 -- a download failure is a voice failure here
+            raise VoiceError(f"predefined voice {name!r} is unavailable: {err}") from None
+        return load_voice_state(local, self.model_id, *self._state_shape)
+
+    def save_voice(self, state: VoiceState, path: str | Path) -> None:
+        save_voice_state(state, Path(path))
+
+    def _empty_prefix(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        layers, kv_heads, head_dim = self._state_shape
+        empty = torch.zeros(1, kv_heads, 0, head_dim)
+        return [(empty, empty)] * layers
+
+    # -- speech ------------------------------------------------------------------------
+    def session(self, voice: VoiceState, options: GenerationOptions = GenerationOptions(),
+                cancel: threading.Event | None = None) -> SpeechSession:
+        if voice.model_id != self.model_id:
+            raise VoiceError(f"this voice was made for model {voice.model_id!r}, not {self.model_id!r}")
+        return SpeechSession(self, voice, options, cancel or threading.Event())
+
+    def synthesize(self, text: str, voice: VoiceState, options: GenerationOptions = GenerationOptions(),
+                   cancel: threading.Event | None = None) -> Iterator[np.ndarray]:
+        """Frames for `text`, each chunk from a fresh decoder, exactly as upstream does."""
+        session = self.session(voice, options, cancel)
+        chunks = self.chunk_text(text)
+        return session.speak_chunks(chunks, fresh_decoder_per_chunk=True)
+
+    def chunk_text(self, text: str, max_tokens: int | None = None) -> list[str]:
+        if len(text) > MAX_TEXT_CHARS:
+            raise TextError(f"the text has {len(text)} characters; at most {MAX_TEXT_CHARS} are spoken at once")
+        if not any(char.isalnum() for char in text):
+            raise TextError("the text has nothing to pronounce (no letters or digits)")
+        return split_into_chunks(text, self.tokenizer, self.text_rules,
+                                 max_tokens or GenerationOptions().max_tokens_per_chunk)
+
+
+class SpeechSession:
+    """One response: a voice, sampling settings, a noise generator and an audio decoder.
+
+    Successive `speak` calls continue the same decoder, so sentences fed one by one join
+    without a click or a gap. Not thread-safe: one session per thread.
+    """
+
+    def __init__(self, model: TTSModel, voice: VoiceState, options: GenerationOptions, cancel: threading.Event) -> None:
+        self.model = model
+        self.voice = voice
+        self.cancel = cancel
+        config = model.config
+        self.temperature = config.default_temperature if options.temperature is None else options.temperature
+        self.eos_threshold = config.default_eos_threshold if options.eos_threshold is None else options.eos_threshold
+        self.options = options
+        seed = options.seed if options.seed is not None else int(torch.seed() % 2**63)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.decoder = model.network.mimi.new_decoder_state()
+
+    def speak(self, text: str) -> Iterator[np.ndarray]:
+        chunks = self.model.chunk_text(text, self.options.max_tokens_per_chunk)
+        return self.speak_chunks(chunks, fresh_decoder_per_chunk=False)
+
+    def speak_chunks(self, chunks: list[str], fresh_decoder_per_chunk: bool) -> Iterator[np.ndarray]:
+        for chunk in chunks:
+            if fresh_decoder_per_chunk:
+                self.decoder = self.model.network.mimi.new_decoder_state()
+            yield from self._speak_chunk(chunk)
+
+    def _frames_after_eos(self, guess: int) -> int:
+        if self.options.frames_after_eos is not None:
+            return self.options.frames_after_eos
+        recommended = self.model.config.model_recommended_frames_after_eos
+        return recommended if recommended is not None else guess + 2
+
+    def _noise(self, latent_dim: int) -> torch.Tensor:
+        noise = torch.zeros(1, latent_dim)
+        if self.temperature > 0:
+            std = self.temperature**0.5
+            clamp = self.options.noise_clamp
+            if clamp is None:
+                noise.normal_(0.0, std, generator=self.generator)
+            else:
+                torch.nn.init.trunc_normal_(noise, 0.0, std, -clamp, clamp, generator=self.generator)
+        return noise
+
+    @torch.inference_mode()
+    def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
+        model = self.model
+        flow_lm, mimi = model.network.flow_lm, model.network.mimi
+        prepared = prepare(chunk, model.text_rules)
+        ids = model.tokenizer.encode(prepared.text)
+        max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * mimi.frame_rate)
+        after_eos = self._frames_after_eos(prepared.frames_after_eos)
+        caches = flow_lm.transformer.new_prefix_caches(list(self.voice.layers), capacity=len(ids) + max_frames)
+        flow_lm.prefill(flow_lm.embed_text(torch.tensor([ids])), caches)
+
+        previous: torch.Tensor | None = None
+        eos_frame: int | None = None
+        for frame in range(max_frames):
+            if self.cancel.is_set():
+                return
+            step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps)
+            if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
+                eos_frame = frame
+            if eos_frame is not None and frame >= eos_frame + after_eos:
+                return
+            fresh = self.decoder.frames_decoded == 0
+            audio = mimi.decode(step.latent * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
+            if fresh:
+                # A fresh decoder starts with a small step: fade it in so it is not a click.
+                fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
+                audio[: fade.numel()] *= fade
+            previous = step.latent
+            yield audio.numpy().copy()
+        logger.warning("chunk reached its length cap (%d frames) without an end of speech", max_frames)

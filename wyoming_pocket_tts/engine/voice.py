@@ -1,0 +1,95 @@
+"""Voice states: the FlowLM's keys and values after the voice prompt.
+
+A state is computed once per voice and read, never written, by every request. On disk
+it uses upstream's exported layout, one safetensors file with, per attention layer,
+`<module>/cache` [2, 1, T, kv_heads, head_dim], `<module>/offset` and `<module>/pad`,
+so states move freely between upstream and us. We add metadata naming the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .errors import VoiceError
+
+FORMAT = "wyoming-pocket-tts/1"
+
+
+@dataclass(frozen=True)
+class VoiceState:
+    model_id: str
+    # Per FlowLM layer: keys and values [1, kv_heads, prompt_length, head_dim].
+    layers: tuple[tuple[torch.Tensor, torch.Tensor], ...]
+
+    @property
+    def prompt_length(self) -> int:
+        return self.layers[0][0].shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(k.nbytes + v.nbytes for k, v in self.layers)
+
+
+def _layer_key(index: int) -> str:
+    return f"transformer.layers.{index}.self_attn"
+
+
+def save_voice_state(state: VoiceState, path: Path) -> None:
+    from safetensors.torch import save_file
+
+    tensors = {}
+    length = state.prompt_length
+    for index, (k, v) in enumerate(state.layers):
+        name = _layer_key(index)
+        tensors[f"{name}/cache"] = torch.stack([k, v]).transpose(2, 3).contiguous()
+        tensors[f"{name}/offset"] = torch.tensor([length], dtype=torch.long)
+        tensors[f"{name}/pad"] = torch.zeros(1, dtype=torch.long)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written beside and renamed, so a crash never leaves half a file under the real name.
+    partial = path.with_name(path.name + ".partial")
+    save_file(tensors, str(partial), metadata={"format": FORMAT, "model_id": state.model_id})
+    partial.replace(path)
+
+
+def load_voice_state(path: Path, model_id: str, num_layers: int, kv_heads: int, head_dim: int) -> VoiceState:
+    """Read an exported state (ours or upstream's) and check it fits this model."""
+    from safetensors import safe_open
+
+    if not path.is_file():
+        raise VoiceError(f"voice state not found: {path}")
+    try:
+        with safe_open(str(path), framework="pt") as file:
+            metadata = file.metadata() or {}
+            tensors = {key: file.get_tensor(key) for key in file.keys()}
+    except Exception as err:  # noqa: BLE001 -- safetensors raises several unrelated types
+        raise VoiceError(f"voice state {path} is not a readable safetensors file: {err}") from None
+    made_for = metadata.get("model_id")
+    if made_for is not None and made_for != model_id:
+        raise VoiceError(f"voice state {path} was made for model {made_for!r}, not {model_id!r}")
+    layers = []
+    for index in range(num_layers):
+        name = _layer_key(index)
+        cache = tensors.get(f"{name}/cache")
+        if cache is None:
+            raise VoiceError(f"voice state {path} has no layer {index}: it was made for another model")
+        if cache.dim() != 5 or cache.shape[0] != 2 or cache.shape[1] != 1 or tuple(cache.shape[3:]) != (kv_heads, head_dim):
+            raise VoiceError(
+                f"voice state {path} has layers of shape {tuple(cache.shape)}: it was made for another model"
+            )
+        offset = tensors.get(f"{name}/offset")
+        # Older exports kept the length as the size of a `current_end` tensor.
+        legacy_end = tensors.get(f"{name}/current_end")
+        length = int(offset.view(-1)[0]) if offset is not None else (
+            legacy_end.shape[0] if legacy_end is not None else cache.shape[2])
+        pad = tensors.get(f"{name}/pad")
+        start = int(pad.view(-1)[0]) if pad is not None else 0
+        kv = cache[:, :, start:length].float().transpose(2, 3).contiguous()
+        if kv.shape[2] == 0 or not torch.isfinite(kv).all():
+            raise VoiceError(f"voice state {path} is empty or corrupt")
+        layers.append((kv[0], kv[1]))
+    if f"{_layer_key(num_layers)}/cache" in tensors:
+        raise VoiceError(f"voice state {path} has more than {num_layers} layers: it was made for another model")
+    return VoiceState(model_id, tuple(layers))
