@@ -13,6 +13,7 @@ and the Mimi codec stay float32.
 from __future__ import annotations
 
 import platform
+import warnings
 
 import torch
 from torch import nn
@@ -31,7 +32,11 @@ class Int8Linear(nn.Module):
         super().__init__()
         weight = linear.weight.detach().float()
         scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=1e-12).double()
-        qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.long), 0, torch.qint8)
+        with warnings.catch_warnings():
+            # Quantized tensor creation is deprecated in favour of torchao, which is not on
+            # every platform we ship to; the packed kernel itself is current.
+            warnings.simplefilter("ignore", UserWarning)
+            qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.long), 0, torch.qint8)
         bias = None if linear.bias is None else linear.bias.detach().float()
         self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
         self.in_features, self.out_features = linear.in_features, linear.out_features

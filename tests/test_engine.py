@@ -1,0 +1,234 @@
+"""Engine behaviour that needs no oracle: voices, streaming, threads, cancellation, errors."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+import torch
+import yaml
+
+from engine_fixtures import local_architecture, write_voice_recording
+from wyoming_pocket_tts.engine import (
+    CATALOG,
+    GenerationOptions,
+    ModelLoadError,
+    TextError,
+    TTSModel,
+    VoiceError,
+    VoiceState,
+    build_demo_model,
+    load_model,
+)
+from wyoming_pocket_tts.engine.config import parse_config
+from wyoming_pocket_tts.engine.network import PocketNetwork
+
+SEEDED = GenerationOptions(seed=7, eos_threshold=1e9)
+TEXT = "The kitchen lights are on. The door is locked."
+
+
+@pytest.fixture(scope="module")
+def voice(demo_model: TTSModel, voice_recording: Path) -> VoiceState:
+    return demo_model.voice_from_recording(voice_recording)
+
+
+def speak(model: TTSModel, voice: VoiceState, text: str = TEXT, options: GenerationOptions = SEEDED) -> np.ndarray:
+    return np.concatenate(list(model.synthesize(text, voice, options)))
+
+
+def test_every_catalog_config_builds_the_released_layout() -> None:
+    assert {"english", "french_24l", "english_2m_refl_2026-10", "english_drifting_26-09", "dutch"} <= set(CATALOG)
+    for name, entry in CATALOG.items():
+        with torch.device("meta"):
+            network = PocketNetwork(parse_config(entry.config))
+        keys = network.state_dict().keys()
+        assert "flow_lm.transformer.layers.0.self_attn.in_proj.weight" in keys, name
+        assert "mimi.decoder_transformer.transformer.layers.0.linear1.weight" in keys, name
+
+
+def test_frames_are_1920_float_samples_in_range(demo_model: TTSModel, voice: VoiceState) -> None:
+    frames = list(demo_model.synthesize(TEXT, voice, SEEDED))
+    assert frames and all(f.shape == (1920,) and f.dtype == np.float32 for f in frames)
+    audio = np.concatenate(frames)
+    assert np.isfinite(audio).all() and np.abs(audio).max() > 0
+
+
+def test_length_is_capped_by_token_count(demo_model: TTSModel, voice: VoiceState) -> None:
+    short = len(list(demo_model.synthesize("Hi there.", voice, SEEDED)))
+    long = len(list(demo_model.synthesize("Hi there, " * 8 + "friend.", voice, SEEDED)))
+    assert 6 < short < long
+
+
+def test_same_seed_same_audio_other_seed_other_audio(demo_model: TTSModel, voice: VoiceState) -> None:
+    first, again = speak(demo_model, voice), speak(demo_model, voice)
+    other = speak(demo_model, voice, options=GenerationOptions(seed=8, eos_threshold=1e9))
+    np.testing.assert_array_equal(first, again)
+    assert first.shape != other.shape or not np.array_equal(first, other)
+
+
+def test_two_threads_give_the_serial_audio_and_leave_the_voice_untouched(demo_model: TTSModel, voice: VoiceState) -> None:
+    before = [k.clone() for k, _ in voice.layers]
+    texts = [TEXT, "Good morning. It is sunny and warm today."]
+    serial = [speak(demo_model, voice, text) for text in texts]
+    results: dict[int, np.ndarray] = {}
+
+    def work(index: int) -> None:
+        results[index] = speak(demo_model, voice, texts[index])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for index, expected in enumerate(serial):
+        np.testing.assert_array_equal(results[index], expected)
+    for (k, _), old in zip(voice.layers, before):
+        assert torch.equal(k, old)
+
+
+def test_cancel_stops_within_one_frame(demo_model: TTSModel, voice: VoiceState) -> None:
+    cancel = threading.Event()
+    frames = demo_model.synthesize(TEXT * 3, voice, SEEDED, cancel)
+    next(frames)
+    next(frames)
+    cancel.set()
+    assert list(frames) == []
+
+
+def test_closing_the_stream_early_is_clean(demo_model: TTSModel, voice: VoiceState) -> None:
+    frames = demo_model.synthesize(TEXT, voice, SEEDED)
+    next(frames)
+    frames.close()
+    assert len(speak(demo_model, voice)) > 0
+
+
+def test_session_continues_one_decoder_across_sentences(demo_model: TTSModel, voice: VoiceState) -> None:
+    session = demo_model.session(voice, SEEDED)
+    first = list(session.speak("Hello there."))
+    second = list(session.speak("How are you?"))
+    assert session.decoder.frames_decoded == len(first) + len(second)
+    # Only the very start of the response is faded in: the second sentence's first frame
+    # starts from the decoder's running state, not from zero.
+    assert abs(first[0][0]) < 1e-6 and abs(second[0][0]) > 0
+
+
+@pytest.mark.parametrize("text", ["", "   ", "?!... ,;", "\n"])
+def test_unpronounceable_text_is_refused(demo_model: TTSModel, voice: VoiceState, text: str) -> None:
+    with pytest.raises(TextError):
+        list(demo_model.synthesize(text, voice))
+
+
+def test_enormous_text_is_refused(demo_model: TTSModel, voice: VoiceState) -> None:
+    with pytest.raises(TextError, match="characters"):
+        list(demo_model.synthesize("word " * 10_000, voice))
+
+
+def test_voice_round_trip_through_a_file(demo_model: TTSModel, voice: VoiceState, tmp_path: Path) -> None:
+    path = tmp_path / "voice.safetensors"
+    demo_model.save_voice(voice, path)
+    loaded = demo_model.voice_from_file(path)
+    assert loaded.prompt_length == voice.prompt_length and loaded.nbytes == voice.nbytes
+    np.testing.assert_array_equal(speak(demo_model, loaded), speak(demo_model, voice))
+
+
+def test_a_state_from_another_model_is_refused(demo_model: TTSModel, voice: VoiceState, tmp_path: Path) -> None:
+    other = build_demo_model(seed=1)
+    path = tmp_path / "voice.safetensors"
+    demo_model.save_voice(voice, path)
+    with pytest.raises(VoiceError, match="made for model"):
+        other.voice_from_file(path)
+    with pytest.raises(VoiceError, match="made for model"):
+        other.session(voice)
+
+
+def test_a_state_of_another_shape_is_refused(demo_model: TTSModel, tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    path = tmp_path / "foreign.safetensors"
+    save_file({"transformer.layers.0.self_attn/cache": torch.zeros(2, 1, 5, 3, 7),
+               "transformer.layers.0.self_attn/offset": torch.tensor([5])}, str(path))
+    with pytest.raises(VoiceError, match="another model"):
+        demo_model.voice_from_file(path)
+
+
+def test_recordings_of_any_rate_and_channels(demo_model: TTSModel, tmp_path: Path) -> None:
+    stereo = write_voice_recording(tmp_path / "stereo.flac", rate=44100, channels=2)
+    state = demo_model.voice_from_recording(stereo)
+    assert state.prompt_length > 10
+
+
+@pytest.mark.parametrize("kind", ["missing", "corrupt", "silent", "short"])
+def test_bad_recordings_are_refused_clearly(demo_model: TTSModel, tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"{kind}.wav"
+    if kind == "corrupt":
+        path.write_bytes(b"RIFF\x00\x00garbage" * 10)
+    elif kind == "silent":
+        soundfile.write(str(path), np.zeros(48000, dtype=np.float32), 24000)
+    elif kind == "short":
+        write_voice_recording(path, seconds=0.2)
+    with pytest.raises(VoiceError, match=str(path.name)):
+        demo_model.voice_from_recording(path)
+
+
+def test_long_recordings_are_cut_to_30_seconds(demo_model: TTSModel, tmp_path: Path) -> None:
+    state = demo_model.voice_from_recording(write_voice_recording(tmp_path / "long.wav", seconds=40))
+    assert state.prompt_length <= 30 * 12.5 + 3
+
+
+def test_unknown_model_name(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="unknown model 'klingon'"):
+        load_model("klingon")
+
+
+def test_missing_and_corrupt_weights(tmp_path: Path) -> None:
+    local = local_architecture("english_2m_refl_2026-10", tmp_path)
+    local.weights_path.write_bytes(local.weights_path.read_bytes()[:1000])
+    with pytest.raises(ModelLoadError, match="missing or corrupt"):
+        load_model(str(local.config_path))
+    local.weights_path.unlink()
+    with pytest.raises(ModelLoadError, match="not found"):
+        load_model(str(local.config_path))
+
+
+def test_weights_of_another_architecture_are_refused(tmp_path: Path) -> None:
+    small = local_architecture("english_2m_refl_2026-10", tmp_path / "small")
+    other = local_architecture("english_7m_2026-10", tmp_path / "other")
+    config = yaml.safe_load(small.config_path.read_text())
+    config["weights_path"] = str(other.weights_path)
+    small.config_path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ModelLoadError, match="does not fit"):
+        load_model(str(small.config_path))
+
+
+def test_malformed_config(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("flow_lm: {dtype: float32, bogus: 1}\nmimi: {}\n")
+    with pytest.raises(ModelLoadError, match="bogus"):
+        load_model(str(path))
+
+
+def test_cloning_without_the_encoder_weights_says_how_to_get_access(tmp_path: Path, voice_recording: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    local = local_architecture("english_2m_refl_2026-10", tmp_path)
+    weights = load_file(str(local.weights_path))
+    open_weights = {k: v for k, v in weights.items() if not k.startswith("mimi.encoder")}
+    save_file(open_weights, str(local.weights_path))
+    model = load_model(str(local.config_path))
+    assert not model.can_clone
+    with pytest.raises(VoiceError, match="hf-token"):
+        model.voice_from_recording(voice_recording)
+
+
+def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> None:
+    local = local_architecture("english_2m_refl_2026-10", tmp_path)
+    exact, int8 = load_model(str(local.config_path)), load_model(str(local.config_path), quantize=True)
+    options = GenerationOptions(temperature=0.0, eos_threshold=1e9)
+    voice = exact.voice_from_recording(voice_recording)
+    reference = np.concatenate(list(exact.synthesize("Hello there, friend.", voice, options)))[: 10 * 1920]
+    approx = np.concatenate(list(int8.synthesize("Hello there, friend.", voice, options)))[: 10 * 1920]
+    snr = 10 * np.log10(np.sum(reference**2) / np.sum((reference - approx) ** 2))
+    assert snr > 20, f"int8 audio SNR {snr:.1f} dB against float32"
