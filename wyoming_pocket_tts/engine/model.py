@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -208,33 +209,72 @@ class SpeechSession:
                 torch.nn.init.trunc_normal_(noise, 0.0, std, -clamp, clamp, generator=self.generator)
         return noise
 
-    @torch.inference_mode()
     def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
+        """Frames of one chunk. The FlowLM runs in a thread of its own, one frame ahead of
+        the decoder (in the caller's thread): on two cores the two halves overlap."""
+        plan = self._plan(chunk)
+        latents: queue.Queue[torch.Tensor | BaseException | None] = queue.Queue()
+        stop = threading.Event()
+        producer = threading.Thread(target=self._produce_latents, args=(plan, latents, stop), name="flow-lm", daemon=True)
+        producer.start()
+        try:
+            yield from self._decode_latents(latents)
+        finally:
+            stop.set()
+            producer.join()
+
+    def _plan(self, chunk: str) -> ChunkPlan:
+        prepared = prepare(chunk, self.model.text_rules)
+        ids = self.model.tokenizer.encode(prepared.text)
+        max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * self.model.network.mimi.frame_rate)
+        return ChunkPlan(ids, max_frames, self._frames_after_eos(prepared.frames_after_eos))
+
+    @torch.inference_mode()
+    def _produce_latents(self, plan: ChunkPlan, latents: queue.Queue, stop: threading.Event) -> None:
+        try:
+            flow_lm = self.model.network.flow_lm
+            caches = flow_lm.transformer.new_prefix_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
+            flow_lm.prefill(flow_lm.embed_text(torch.tensor([plan.ids])), caches)
+            previous: torch.Tensor | None = None
+            eos_frame: int | None = None
+            for frame in range(plan.max_frames):
+                if stop.is_set() or self.cancel.is_set():
+                    break
+                step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps)
+                if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
+                    eos_frame = frame
+                if eos_frame is not None and frame >= eos_frame + plan.frames_after_eos:
+                    break
+                latents.put(step.latent)
+                previous = step.latent
+            else:
+                logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
+        except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which re-raises
+            latents.put(err)
+        latents.put(None)
+
+    @torch.inference_mode()
+    def _decode_latents(self, latents: queue.Queue) -> Iterator[np.ndarray]:
+        # One latent per decoder call, even when several wait: batching would make the
+        # rounding, and so a seeded request's audio, depend on timing.
         model = self.model
         flow_lm, mimi = model.network.flow_lm, model.network.mimi
-        prepared = prepare(chunk, model.text_rules)
-        ids = model.tokenizer.encode(prepared.text)
-        max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * mimi.frame_rate)
-        after_eos = self._frames_after_eos(prepared.frames_after_eos)
-        caches = flow_lm.transformer.new_prefix_caches(list(self.voice.layers), capacity=len(ids) + max_frames)
-        flow_lm.prefill(flow_lm.embed_text(torch.tensor([ids])), caches)
-
-        previous: torch.Tensor | None = None
-        eos_frame: int | None = None
-        for frame in range(max_frames):
+        while (latent := latents.get()) is not None:
+            if isinstance(latent, BaseException):
+                raise latent
             if self.cancel.is_set():
-                return
-            step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps)
-            if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
-                eos_frame = frame
-            if eos_frame is not None and frame >= eos_frame + after_eos:
-                return
+                continue  # the producer stops within a frame and sends None
             fresh = self.decoder.frames_decoded == 0
-            audio = mimi.decode(step.latent * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
+            audio = mimi.decode(latent * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
             if fresh:
                 # A fresh decoder starts with a small step: fade it in so it is not a click.
                 fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
                 audio[: fade.numel()] *= fade
-            previous = step.latent
             yield audio.numpy().copy()
-        logger.warning("chunk reached its length cap (%d frames) without an end of speech", max_frames)
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    ids: list[int]
+    max_frames: int
+    frames_after_eos: int

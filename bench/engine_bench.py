@@ -1,0 +1,149 @@
+"""Our engine against upstream pocket-tts, side by side in one run, on this machine.
+
+    python bench/engine_bench.py            # float32 and int8, default English architecture
+
+Each engine runs in a fresh subprocess (so peak RSS is its own), on the same random
+weights of the default English architecture, with EOS disabled so both generate the same
+number of frames. Figures: throughput (seconds of audio per wall second), time to first
+frame of a one-sentence request with a cached voice, and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+ONE_SENTENCE = "Turn on the kitchen lights, please."
+LONG_TEXT = (
+    "The weather today is sunny with a light breeze from the west. "
+    "In the afternoon, temperatures will reach twenty two degrees. "
+    "Tonight the sky stays clear and the wind drops. "
+    "Tomorrow morning brings a little fog near the river."
+)
+NO_EOS = 1e9
+FRAME_SECONDS = 0.08
+
+
+def measure(first_frame: Callable[[], Iterator[object]], long_run: Callable[[], Iterator[object]], repeats: int) -> dict[str, float]:
+    for _ in first_frame():  # warm-up: one whole request
+        pass
+    latencies = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        stream = first_frame()
+        next(iter(stream))
+        latencies.append(time.perf_counter() - started)
+        for _ in stream:  # let it finish so the next request starts on an idle machine
+            pass
+    started = time.perf_counter()
+    frames = sum(1 for _ in long_run())
+    elapsed = time.perf_counter() - started
+    return {
+        "first_frame_ms": statistics.median(latencies) * 1000,
+        "throughput": frames * FRAME_SECONDS / elapsed,
+        "frames": frames,
+    }
+
+
+def run_ours(config: Path, recording: Path, quantize: bool, repeats: int) -> dict[str, float]:
+    import threading
+
+    from wyoming_pocket_tts.engine import GenerationOptions, load_model
+
+    model = load_model(str(config), quantize=quantize)
+    voice = model.voice_from_recording(recording)
+    options = GenerationOptions(eos_threshold=NO_EOS, seed=0)
+
+    def one() -> Iterator[object]:
+        return model.synthesize(ONE_SENTENCE, voice, options, threading.Event())
+
+    return measure(one, lambda: model.synthesize(LONG_TEXT, voice, options), repeats)
+
+
+def run_upstream(config: Path, recording: Path, quantize: bool, repeats: int) -> dict[str, float]:
+    from pocket_tts import TTSModel
+
+    model = TTSModel.load_model(config=str(config), eos_threshold=NO_EOS, quantize=quantize)
+    state = model.get_state_for_audio_prompt(recording)
+
+    def frames(text: str) -> Iterator[object]:
+        # upstream may hand several frames in one chunk: count 1920-sample frames
+        for chunk in model.generate_audio_stream(state, text):
+            yield from range(chunk.shape[-1] // 1920)
+
+    return measure(lambda: frames(ONE_SENTENCE), lambda: frames(LONG_TEXT), repeats)
+
+
+def worker(args: argparse.Namespace) -> None:
+    run = run_ours if args.worker == "ours" else run_upstream
+    result = run(Path(args.config), Path(args.recording), args.quantize, args.repeats)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+def prepare_model(folder: Path) -> tuple[Path, Path]:
+    from engine_fixtures import local_architecture, write_voice_recording
+
+    local = local_architecture("english", folder / "english")
+    return local.config_path, write_voice_recording(folder / "voice.wav", seconds=6.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--precision", choices=["float32", "int8", "both"], default="both")
+    parser.add_argument("--repeats", type=int, default=5, help="first-frame measurements per engine")
+    parser.add_argument("--worker", choices=["ours", "upstream"], help=argparse.SUPPRESS)
+    parser.add_argument("--config", help=argparse.SUPPRESS)
+    parser.add_argument("--recording", help=argparse.SUPPRESS)
+    parser.add_argument("--quantize", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        logging.basicConfig(level=logging.WARNING)
+        worker(args)
+        return
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    log = logging.getLogger("bench")
+    precisions = ["float32", "int8"] if args.precision == "both" else [args.precision]
+    with tempfile.TemporaryDirectory(prefix="engine-bench-") as tmp:
+        config, recording = prepare_model(Path(tmp))
+        rows = []
+        for precision in precisions:
+            results = {}
+            for engine in ("upstream", "ours"):
+                command = [sys.executable, __file__, "--worker", engine, "--config", str(config),
+                           "--recording", str(recording), "--repeats", str(args.repeats)]  # fmt: skip
+                if precision == "int8":
+                    command.append("--quantize")
+                output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                results[engine] = json.loads(output.strip().splitlines()[-1])
+                log.info("%s %s: %s", engine, precision, results[engine])
+            rows.append((precision, results))
+
+    sys.stdout.write("\n| precision | engine | throughput (x real time) | first frame (ms) | peak RSS (MB) | frames |\n")
+    sys.stdout.write("|---|---|---|---|---|---|\n")
+    for precision, results in rows:
+        for engine in ("upstream", "ours"):
+            r = results[engine]
+            sys.stdout.write(f"| {precision} | {engine} | {r['throughput']:.2f} | {r['first_frame_ms']:.0f} | {r['peak_rss_mb']:.0f} | {r['frames']} |\n")
+        up, ours = results["upstream"], results["ours"]
+        sys.stdout.write(
+            f"| {precision} | **ours / upstream** | **{ours['throughput'] / up['throughput']:.2f}x** | "
+            f"**{ours['first_frame_ms'] / up['first_frame_ms']:.2f}x** | **{ours['peak_rss_mb'] / up['peak_rss_mb']:.2f}x** | |\n"
+        )
+
+
+if __name__ == "__main__":
+    main()

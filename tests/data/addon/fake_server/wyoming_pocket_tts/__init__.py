@@ -1,0 +1,1 @@
+"""Stand-in for the real server in tests/test_addon.py (shadows it on PYTHONPATH)."""

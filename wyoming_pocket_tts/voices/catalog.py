@@ -1,0 +1,192 @@
+"""The list of voices the library offers: voices file + voices directory + predefined voices.
+
+Every problem that shows without encoding (a missing or short recording, an unknown
+predefined name, a duplicate name) drops that voice with an ERROR naming the file and the
+voice; the rest of the list is still built. Only "no voice at all" is fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from wyoming_pocket_tts.engine import VoiceError
+
+from .config import (
+    VoiceConfigError,
+    VoiceLibraryConfig,
+    VoiceSpec,
+    kind_of_path,
+    parse_voices_file,
+    scan_voices_dir,
+)
+from .recording import recording_duration
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The usable voices, default first, then in declaration order."""
+
+    default: str
+    voices: list[VoiceSpec]
+
+
+def build_catalog(config: VoiceLibraryConfig, predefined: tuple[str, ...], model_name: str) -> Catalog:
+    """Collect, check and order the voices; raise VoiceConfigError if there is none."""
+    declared: list[VoiceSpec] = []
+    configured_default = config.default_voice.strip() if config.default_voice else None
+    if config.voices_file is not None:
+        parsed = parse_voices_file(config.voices_file)
+        declared.extend(parsed.voices)
+        # The command line's --voice wins over the file's default.
+        if configured_default is None:
+            configured_default = parsed.default
+    declared.extend(scan_voices_dir(config.effective_voices_dir))
+
+    voices: dict[str, VoiceSpec] = {}  # keyed by lower-case name: names are unique ignoring case
+    for spec in declared:
+        if _usable(spec, predefined, model_name):
+            _add(voices, spec)
+
+    default = _resolve_default(configured_default, voices, predefined, model_name)
+
+    if config.include_predefined:
+        for name in predefined:
+            # A user's voice with the same name shadows the predefined one on purpose.
+            if name.lower() not in voices:
+                voices[name.lower()] = VoiceSpec(
+                    name=name, kind="predefined", origin=f"model {model_name}", declared=False
+                )
+
+    if default is None:
+        default = _automatic_default(voices, predefined, config.include_predefined)
+    if default is None:
+        raise VoiceConfigError(
+            f"no voice available: model {model_name} has "
+            f"{'no predefined voices' if not predefined else 'its predefined voices turned off'}, "
+            f"and no usable voice was declared (voices file: {config.voices_file or 'none'}, "
+            f"voices directory: {config.effective_voices_dir}); "
+            "add a recording to the voices directory or pass --voice"
+        )
+    ordered = [voices[default.lower()]] + [spec for key, spec in voices.items() if key != default.lower()]
+    return Catalog(default=voices[default.lower()].name, voices=ordered)
+
+
+def _usable(spec: VoiceSpec, predefined: tuple[str, ...], model_name: str) -> bool:
+    if spec.kind == "predefined":
+        if spec.name not in predefined:
+            available = ", ".join(predefined) if predefined else "none"
+            _LOGGER.error(
+                "%s: %r is not a predefined voice of model %s (available: %s); "
+                "give it 'audio:' or 'state:'; voice skipped",
+                spec.origin,
+                spec.name,
+                model_name,
+                available,
+            )
+            return False
+        return True
+    assert spec.path is not None
+    try:
+        if spec.kind == "recording":
+            recording_duration(spec.path)
+        elif not spec.path.is_file():
+            raise VoiceError(f"voice state {spec.path} not found")
+    except VoiceError as err:
+        _LOGGER.error("voice %r (from %s): %s; voice skipped", spec.name, spec.origin, err)
+        return False
+    return True
+
+
+def _add(voices: dict[str, VoiceSpec], spec: VoiceSpec) -> None:
+    key = spec.name.lower()
+    previous = voices.get(key)
+    if previous is None:
+        voices[key] = spec
+        return
+    # The voices file commonly points into the voices directory: the same file met twice
+    # is one voice, kept with the name and description the file gave it.
+    if _same_source(previous, spec):
+        return
+    _LOGGER.error(
+        "duplicate voice name %r: %s is already %s; the second one is skipped",
+        spec.name,
+        _describe(spec),
+        _describe(previous),
+    )
+
+
+def _same_source(a: VoiceSpec, b: VoiceSpec) -> bool:
+    if a.path is None or b.path is None:
+        return a.path is None and b.path is None and a.name == b.name
+    return _resolved(a.path) == _resolved(b.path)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
+
+
+def _describe(spec: VoiceSpec) -> str:
+    source = str(spec.path) if spec.path is not None else "a predefined voice"
+    return f"{source} (from {spec.origin})"
+
+
+def _resolve_default(
+    wanted: str | None, voices: dict[str, VoiceSpec], predefined: tuple[str, ...], model_name: str
+) -> str | None:
+    """The configured default as a voice name, adding it to `voices` when needed."""
+    if wanted is None:
+        return None
+    if wanted.lower() in voices:
+        return voices[wanted.lower()].name
+    for name in predefined:
+        if name.lower() == wanted.lower():
+            # Asked for by name: offered even when the predefined voices are turned off.
+            voices[name.lower()] = VoiceSpec(name=name, kind="predefined", origin="--voice")
+            return name
+    path = Path(wanted).expanduser()
+    kind = kind_of_path(path)
+    if kind is None:
+        _LOGGER.error(
+            "default voice %r is neither a known voice (%s) nor a recording or voice state file; "
+            "using the automatic default instead",
+            wanted,
+            ", ".join(spec.name for spec in voices.values()) or "none declared",
+        )
+        return None
+    for spec in voices.values():
+        # --voice may name a file that is already a declared voice: use that voice.
+        if spec.path is not None and _resolved(spec.path) == _resolved(path):
+            return spec.name
+    spec = VoiceSpec(name=path.stem, kind=kind, origin="--voice", path=path)
+    if not _usable(spec, predefined, model_name):
+        _LOGGER.error("default voice %s cannot be used; using the automatic default instead", path)
+        return None
+    previous = voices.get(spec.name.lower())
+    if previous is not None:
+        # The default asked for explicitly on the command line wins the name.
+        _LOGGER.error(
+            "duplicate voice name %r: %s is replaced by the default voice %s", spec.name, _describe(previous), path
+        )
+    voices[spec.name.lower()] = spec
+    return spec.name
+
+
+def _automatic_default(
+    voices: dict[str, VoiceSpec], predefined: tuple[str, ...], include_predefined: bool
+) -> str | None:
+    """The model's first predefined voice if offered, else the first declared voice."""
+    if include_predefined:
+        for name in predefined:
+            spec = voices.get(name.lower())
+            if spec is not None:
+                return spec.name
+    for spec in voices.values():
+        return spec.name
+    return None

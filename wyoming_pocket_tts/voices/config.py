@@ -1,0 +1,250 @@
+"""Plain data of the voice library and the parsing of the voices file and directory.
+
+Nothing here touches the model: the result is a list of `VoiceSpec`s that say where each
+voice comes from. Checking them against the model and the files is `catalog.py`'s job.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+_LOGGER = logging.getLogger(__name__)
+
+VoiceKind = Literal["predefined", "recording", "state"]
+
+AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3"})
+STATE_SUFFIXES = frozenset({".safetensors"})
+
+_ENTRY_KEYS = frozenset({"name", "audio", "state", "description"})
+_TOP_KEYS = frozenset({"default", "voices"})
+
+
+class VoiceConfigError(Exception):
+    """The voices configuration cannot be used at all (message meant for the user)."""
+
+
+@dataclass
+class VoiceLibraryConfig:
+    """Settings of the voice library, filled from the command line by the server."""
+
+    data_dir: Path
+    # A voice name, or a path to a recording / exported state (becomes a voice named after
+    # its file stem). None: the model's first predefined voice, else the first declared one.
+    default_voice: str | None = None
+    voices_file: Path | None = None
+    # None means `<data_dir>/voices`; a directory that does not exist is simply empty.
+    voices_dir: Path | None = None
+    include_predefined: bool = True
+    # Bounds of the in-memory cache. They are totals: the pinned default voice counts
+    # towards them (so they bound real memory) but is never evicted.
+    cache_size: int = 8
+    cache_mb: float | None = None
+    # Bound of the on-disk cache of encoded recordings; 0 turns the disk cache off.
+    disk_cache_mb: float = 512
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir)
+        if self.voices_file is not None:
+            self.voices_file = Path(self.voices_file)
+        if self.voices_dir is not None:
+            self.voices_dir = Path(self.voices_dir)
+        if self.cache_size < 1:
+            raise VoiceConfigError(f"voice cache size must be at least 1, not {self.cache_size}")
+        if self.cache_mb is not None and self.cache_mb <= 0:
+            raise VoiceConfigError(f"voice cache size in MB must be positive, not {self.cache_mb}")
+        if self.disk_cache_mb < 0:
+            raise VoiceConfigError(f"disk cache size in MB must not be negative, not {self.disk_cache_mb}")
+
+    @property
+    def effective_voices_dir(self) -> Path:
+        return self.voices_dir if self.voices_dir is not None else self.data_dir / "voices"
+
+    @property
+    def disk_cache_dir(self) -> Path:
+        return self.data_dir / "voice_cache"
+
+
+@dataclass(frozen=True)
+class VoiceInfo:
+    """What the server tells clients about one voice."""
+
+    name: str
+    description: str
+    languages: list[str]
+    kind: VoiceKind
+    attribution_name: str | None = None
+    attribution_url: str | None = None
+
+
+@dataclass(frozen=True)
+class VoiceSpec:
+    """Where one voice comes from; `origin` names the place it was declared, for messages."""
+
+    name: str
+    kind: VoiceKind
+    origin: str
+    path: Path | None = None
+    description: str | None = None
+    # Declared voices are pre-encoded at start; the model's predefined voices offered
+    # automatically are not (that would download every one of them).
+    declared: bool = True
+
+    def where(self) -> str:
+        """The voice and its file, as every message about it names them."""
+        source = f"{self.path}" if self.path is not None else "predefined voice of the model"
+        return f"voice {self.name!r} ({source}, from {self.origin})"
+
+
+@dataclass
+class VoicesFile:
+    """The parsed voices file: entries that made sense, in file order."""
+
+    default: str | None = None
+    voices: list[VoiceSpec] = field(default_factory=list)
+
+
+def kind_of_path(path: Path) -> VoiceKind | None:
+    suffix = path.suffix.lower()
+    if suffix in AUDIO_SUFFIXES:
+        return "recording"
+    if suffix in STATE_SUFFIXES:
+        return "state"
+    return None
+
+
+def parse_voices_file(path: Path) -> VoicesFile:
+    """Read the voices file.
+
+    A file that cannot be read or whose layout is wrong raises VoiceConfigError: nothing in it
+    can be trusted. A single bad entry is logged (naming the file and the voice) and skipped,
+    so the other voices still work.
+    """
+    origin = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise VoiceConfigError(f"voices file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise VoiceConfigError(f"voices file {path} cannot be read: {err}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        where = ""
+        mark = getattr(err, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise VoiceConfigError(f"voices file {path} is not valid YAML{where}: {problem}") from None
+
+    if document is None:
+        return VoicesFile()
+    if not isinstance(document, dict):
+        raise VoiceConfigError(
+            f"voices file {path}: expected a mapping with 'default' and 'voices', "
+            f"found {type(document).__name__}"
+        )
+    unknown = sorted(str(key) for key in document if key not in _TOP_KEYS)
+    if unknown:
+        # A misspelt top-level key would silently drop every voice: refuse it instead.
+        raise VoiceConfigError(
+            f"voices file {path}: unknown key(s) {', '.join(unknown)} (expected 'default' and 'voices')"
+        )
+    default = document.get("default")
+    if default is not None and not isinstance(default, str):
+        raise VoiceConfigError(f"voices file {path}: 'default' must be a voice name, not {default!r}")
+    entries = document.get("voices")
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list):
+        raise VoiceConfigError(f"voices file {path}: 'voices' must be a list of voices")
+
+    result = VoicesFile(default=default.strip() if default else None)
+    base = path.parent
+    for index, entry in enumerate(entries, start=1):
+        spec = _parse_entry(entry, index, base, origin)
+        if spec is not None:
+            result.voices.append(spec)
+    return result
+
+
+def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec | None:
+    # A bare string is a predefined voice: `- alba` reads as naturally as `- name: alba`.
+    if isinstance(entry, str):
+        entry = {"name": entry}
+    if not isinstance(entry, dict):
+        _LOGGER.error("voices file %s: entry %d is not a mapping with a 'name'; skipped", origin, index)
+        return None
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        _LOGGER.error(
+            "voices file %s: entry %d has no valid 'name' (got %r; quote it if it is a number); skipped",
+            origin,
+            index,
+            name,
+        )
+        return None
+    name = name.strip()
+    unknown = sorted(str(key) for key in entry if key not in _ENTRY_KEYS)
+    if unknown:
+        # A typo such as `adio:` would otherwise turn a recording into a predefined voice.
+        _LOGGER.error(
+            "voices file %s: voice %r has unknown key(s) %s (allowed: name, audio, state, description); skipped",
+            origin,
+            name,
+            ", ".join(unknown),
+        )
+        return None
+    audio, state = entry.get("audio"), entry.get("state")
+    if audio is not None and state is not None:
+        _LOGGER.error("voices file %s: voice %r has both 'audio' and 'state'; give one; skipped", origin, name)
+        return None
+    description = entry.get("description")
+    if description is not None and not isinstance(description, str):
+        description = str(description)
+
+    if audio is None and state is None:
+        return VoiceSpec(name=name, kind="predefined", origin=origin, description=description)
+    key, value = ("audio", audio) if audio is not None else ("state", state)
+    if not isinstance(value, str) or not value.strip():
+        _LOGGER.error("voices file %s: voice %r: '%s' must be a file path; skipped", origin, name, key)
+        return None
+    source = Path(value.strip()).expanduser()
+    if not source.is_absolute():
+        source = base / source
+    kind = kind_of_path(source)
+    expected: VoiceKind = "recording" if key == "audio" else "state"
+    if kind != expected:
+        allowed = AUDIO_SUFFIXES if key == "audio" else STATE_SUFFIXES
+        _LOGGER.error(
+            "voices file %s: voice %r: %s is not a %s file (expected %s); skipped",
+            origin,
+            name,
+            source,
+            "recording" if key == "audio" else "voice state",
+            " ".join(sorted(allowed)),
+        )
+        return None
+    return VoiceSpec(name=name, kind=kind, origin=origin, path=source, description=description)
+
+
+def scan_voices_dir(directory: Path) -> list[VoiceSpec]:
+    """Recordings and exported states in `directory`, named after their file stems, sorted."""
+    if not directory.is_dir():
+        _LOGGER.info("voices directory %s does not exist; no voices from it", directory)
+        return []
+    specs = []
+    for path in sorted(directory.iterdir(), key=lambda p: p.name.lower()):
+        # Hidden files are editors' and sync tools' leftovers, not voices.
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        kind = kind_of_path(path)
+        if kind is None:
+            _LOGGER.debug("voices directory: %s is not a recording or a voice state; ignored", path)
+            continue
+        specs.append(VoiceSpec(name=path.stem, kind=kind, origin=f"voices directory {directory}", path=path))
+    return specs
