@@ -51,11 +51,11 @@ def same_state(a: VoiceState, b: VoiceState) -> bool:
 
 def test_demo_model_end_to_end(demo: TTSModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_voice_like(tmp_path / "voices" / "tone.wav")
-    config = VoiceLibraryConfig(data_dir=tmp_path / "data", voices_dir=tmp_path / "voices")
+    config = VoiceLibraryConfig(data_dir=tmp_path / "data", voices_dir=tmp_path / "voices", default_voice="tone")
     counter = Counting(demo, monkeypatch)
 
     lib = VoiceLibrary(demo, config)
-    assert [v.name for v in lib.voices] == ["tone"]  # demo has no predefined voices
+    assert [v.name for v in lib.voices] == ["tone", "demo"]  # the default, then the built-in one
     lib.start_preencoding()
     assert lib.wait_preencoding(60)
     name, state = lib.get(None)

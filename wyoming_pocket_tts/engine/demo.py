@@ -63,6 +63,20 @@ def make_sentencepiece_model(path: Path, vocab_size: int = 256) -> Path:
     return path
 
 
+def demo_voice_audio(sample_rate: int, seconds: float = 2.0) -> "torch.Tensor":
+    """A voice-like test signal [1, samples]: a gliding harmonic tone in syllable bursts."""
+    import math
+
+    import torch
+
+    t = torch.arange(int(seconds * sample_rate)) / sample_rate
+    pitch = 140 + 30 * torch.sin(2 * math.pi * 0.7 * t)
+    phase = 2 * math.pi * torch.cumsum(pitch, 0) / sample_rate
+    voiced = sum(torch.sin(k * phase) / k for k in range(1, 8))
+    envelope = torch.sin(2 * math.pi * 4 * t).clamp(min=0).sqrt()
+    return (0.2 * voiced * envelope).unsqueeze(0)
+
+
 def demo_config(tokenizer_path: str, vocab_size: int) -> dict[str, Any]:
     """A tiny model of the default architecture's shape (~2 M parameters)."""
     seanet = {

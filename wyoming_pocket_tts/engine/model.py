@@ -50,7 +50,10 @@ class ModelInfo:
 
 class TTSModel:
     def __init__(self, network: PocketNetwork, tokenizer: Tokenizer, config: ModelConfig, info: ModelInfo,
-                 voice_state_paths: dict[str, str], hub: HubAccess) -> None:
+                 voice_state_paths: dict[str, str], hub: HubAccess, pipelined: bool = True) -> None:
+        # Run the FlowLM and the decoder of a request in two threads (one core each).
+        self.pipelined = pipelined
+        self.threads = max(1, torch.get_num_threads())
         self.network = network.eval().requires_grad_(False)
         self.tokenizer = tokenizer
         self.config = config
@@ -188,6 +191,8 @@ class SpeechSession:
 
     def speak_chunks(self, chunks: list[str], fresh_decoder_per_chunk: bool) -> Iterator[np.ndarray]:
         for chunk in chunks:
+            if self.cancel.is_set():
+                return
             if fresh_decoder_per_chunk:
                 self.decoder = self.model.network.mimi.new_decoder_state()
             yield from self._speak_chunk(chunk)
@@ -210,15 +215,18 @@ class SpeechSession:
         return noise
 
     def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
-        """Frames of one chunk. The FlowLM runs in a thread of its own, one frame ahead of
-        the decoder (in the caller's thread): on two cores the two halves overlap."""
         plan = self._plan(chunk)
-        latents: queue.Queue[torch.Tensor | BaseException | None] = queue.Queue()
+        if not self.model.pipelined:
+            yield from self._decode(self._latents(plan, threading.Event()))
+            return
+        # The FlowLM runs in a thread of its own, a frame ahead of the decoder (in the
+        # caller's thread): on two cores the two halves overlap.
+        handoff: queue.Queue[torch.Tensor | BaseException | None] = queue.Queue()
         stop = threading.Event()
-        producer = threading.Thread(target=self._produce_latents, args=(plan, latents, stop), name="flow-lm", daemon=True)
+        producer = threading.Thread(target=self._produce, args=(plan, handoff, stop), name="flow-lm", daemon=True)
         producer.start()
         try:
-            yield from self._decode_latents(latents)
+            yield from self._decode(_drain(handoff))
         finally:
             stop.set()
             producer.join()
@@ -229,48 +237,67 @@ class SpeechSession:
         max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * self.model.network.mimi.frame_rate)
         return ChunkPlan(ids, max_frames, self._frames_after_eos(prepared.frames_after_eos))
 
-    @torch.inference_mode()
-    def _produce_latents(self, plan: ChunkPlan, latents: queue.Queue, stop: threading.Event) -> None:
+    def _produce(self, plan: ChunkPlan, handoff: queue.Queue, stop: threading.Event) -> None:
         try:
-            flow_lm = self.model.network.flow_lm
+            for latent in self._latents(plan, stop):
+                handoff.put(latent)
+        except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which re-raises
+            handoff.put(err)
+        handoff.put(None)
+
+    def _latents(self, plan: ChunkPlan, stop: threading.Event) -> Iterator[torch.Tensor]:
+        """The chunk's latents, one per frame, until end of speech, the cap, or a stop."""
+        flow_lm = self.model.network.flow_lm
+        # Until the first latent exists the decoder has nothing to do: the prompt and the
+        # first step may use every core; after that, one each for the FlowLM and decoder.
+        startup_threads = self.model.threads if self.model.pipelined else torch.get_num_threads()
+        steady_threads = 1 if self.model.pipelined else startup_threads
+        torch.set_num_threads(startup_threads)
+        with torch.inference_mode():
             caches = flow_lm.transformer.new_prefix_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
             flow_lm.prefill(flow_lm.embed_text(torch.tensor([plan.ids])), caches)
-            previous: torch.Tensor | None = None
-            eos_frame: int | None = None
-            for frame in range(plan.max_frames):
-                if stop.is_set() or self.cancel.is_set():
-                    break
+        previous: torch.Tensor | None = None
+        eos_frame: int | None = None
+        for frame in range(plan.max_frames):
+            if stop.is_set() or self.cancel.is_set():
+                return
+            with torch.inference_mode():
                 step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps)
-                if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
-                    eos_frame = frame
-                if eos_frame is not None and frame >= eos_frame + plan.frames_after_eos:
-                    break
-                latents.put(step.latent)
-                previous = step.latent
-            else:
-                logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
-        except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which re-raises
-            latents.put(err)
-        latents.put(None)
+            if frame == 0:
+                torch.set_num_threads(steady_threads)
+            if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
+                eos_frame = frame
+            if eos_frame is not None and frame >= eos_frame + plan.frames_after_eos:
+                return
+            yield step.latent
+            previous = step.latent
+        logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
 
-    @torch.inference_mode()
-    def _decode_latents(self, latents: queue.Queue) -> Iterator[np.ndarray]:
+    def _decode(self, latents: Iterator[torch.Tensor]) -> Iterator[np.ndarray]:
         # One latent per decoder call, even when several wait: batching would make the
         # rounding, and so a seeded request's audio, depend on timing.
         model = self.model
         flow_lm, mimi = model.network.flow_lm, model.network.mimi
-        while (latent := latents.get()) is not None:
-            if isinstance(latent, BaseException):
-                raise latent
+        if model.pipelined:
+            torch.set_num_threads(1)  # this thread's share: the FlowLM thread has the other core
+        for latent in latents:
             if self.cancel.is_set():
-                continue  # the producer stops within a frame and sends None
-            fresh = self.decoder.frames_decoded == 0
-            audio = mimi.decode(latent * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
-            if fresh:
-                # A fresh decoder starts with a small step: fade it in so it is not a click.
-                fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
-                audio[: fade.numel()] *= fade
+                continue  # the latents stop within a frame
+            with torch.inference_mode():
+                fresh = self.decoder.frames_decoded == 0
+                audio = mimi.decode(latent * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
+                if fresh:
+                    # A fresh decoder starts with a small step: fade it in so it is not a click.
+                    fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
+                    audio[: fade.numel()] *= fade
             yield audio.numpy().copy()
+
+
+def _drain(handoff: queue.Queue) -> Iterator[torch.Tensor]:
+    while (item := handoff.get()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
 
 
 @dataclass(frozen=True)

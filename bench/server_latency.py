@@ -1,0 +1,202 @@
+"""Latency of the Wyoming server as a client sees it.
+
+    python bench/server_latency.py 127.0.0.1:10200            # a running server
+    python bench/server_latency.py --start --model demo --server-args "--voices-dir DIR"
+
+Measures, over TCP with the `wyoming` client:
+  * time to first audio (TTFA) of a one-shot `synthesize` of one sentence;
+  * TTFA of Home Assistant's streamed sequence (synthesize-start, one synthesize-chunk per
+    LLM-sized delta, the compatibility synthesize, synthesize-stop), from synthesize-start;
+  * speed of a 4-sentence streamed reply: seconds of audio per second of wall time
+    ("x real time"; above 1 means the audio is made faster than it plays), and its
+    real-time factor RTF = wall time / audio time;
+  * the same reply requested by two clients at once (how the two cores are shared).
+Prints a Markdown table. Only loopback addresses are used; every loop is bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
+from wyoming.info import Describe, Info
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+_LOGGER = logging.getLogger("server_latency")
+
+ONE_SENTENCE = "The living room lights are now switched off."
+REPLY = (
+    "Sure, I turned off the lights in the living room. The kitchen lights are still on. "
+    "It is twenty one degrees inside and the front door is locked. Is there anything else?"
+)
+
+
+@dataclass
+class Run:
+    first_audio_s: float = 0.0
+    total_s: float = 0.0
+    audio_s: float = 0.0
+    events: list[str] = field(default_factory=list)
+
+
+def llm_deltas(text: str, size: int = 12) -> list[str]:
+    """Cut like an LLM stream: small pieces that keep their spaces."""
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+async def _read(client: AsyncTcpClient, run: Run, started: float, until: str) -> None:
+    while True:
+        event = await asyncio.wait_for(client.read_event(), 120)
+        if event is None:
+            raise RuntimeError("server closed the connection")
+        run.events.append(event.type)
+        if event.type == "error":
+            raise RuntimeError(f"server error: {event.data.get('text')}")
+        if AudioChunk.is_type(event.type):
+            chunk = AudioChunk.from_event(event)
+            if not run.first_audio_s:
+                run.first_audio_s = time.perf_counter() - started
+            run.audio_s += chunk.seconds
+        if event.type == until:
+            run.total_s = time.perf_counter() - started
+            return
+
+
+async def one_shot(host: str, port: int, text: str) -> Run:
+    run = Run()
+    async with AsyncTcpClient(host, port) as client:
+        started = time.perf_counter()
+        await client.write_event(Synthesize(text=text).event())
+        await _read(client, run, started, "audio-stop")
+    return run
+
+
+async def streamed(host: str, port: int, text: str, delta_delay: float) -> Run:
+    run = Run()
+    async with AsyncTcpClient(host, port) as client:
+        started = time.perf_counter()
+
+        async def write() -> None:
+            await client.write_event(SynthesizeStart().event())
+            for delta in llm_deltas(text):
+                await client.write_event(SynthesizeChunk(text=delta).event())
+                if delta_delay:
+                    await asyncio.sleep(delta_delay)
+            await client.write_event(Synthesize(text=text).event())
+            await client.write_event(SynthesizeStop().event())
+
+        writer = asyncio.create_task(write())
+        await _read(client, run, started, "synthesize-stopped")
+        await writer
+    return run
+
+
+async def wait_ready(host: str, port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            async with AsyncTcpClient(host, port) as client:
+                await client.write_event(Describe().event())
+                event = await asyncio.wait_for(client.read_event(), 5)
+                if event is not None and Info.is_type(event.type) and Info.from_event(event).tts[0].voices:
+                    return
+        except OSError:
+            pass
+        await asyncio.sleep(0.25)
+    raise TimeoutError("server not ready")
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+async def bench(host: str, port: int, rounds: int, delta_delay: float) -> list[tuple[str, str]]:
+    await one_shot(host, port, ONE_SENTENCE)  # warm-up: first-use costs are not latency
+    await streamed(host, port, REPLY, 0.0)
+
+    ttfa_one = [(await one_shot(host, port, ONE_SENTENCE)).first_audio_s for _ in range(rounds)]
+    stream_runs = [await streamed(host, port, REPLY, delta_delay) for _ in range(rounds)]
+    fast_runs = [await streamed(host, port, REPLY, 0.0) for _ in range(rounds)]
+    pair = await asyncio.gather(streamed(host, port, REPLY, 0.0), streamed(host, port, REPLY, 0.0))
+
+    def speed(run: Run) -> float:
+        return run.audio_s / run.total_s
+
+    rows = [
+        ("TTFA one-shot, 1 sentence (median)", f"{_median(ttfa_one) * 1000:.0f} ms"),
+        (f"TTFA streamed, LLM deltas every {delta_delay * 1000:.0f} ms (median)",
+         f"{_median([r.first_audio_s for r in stream_runs]) * 1000:.0f} ms"),
+        ("TTFA streamed, whole text at once (median)",
+         f"{_median([r.first_audio_s for r in fast_runs]) * 1000:.0f} ms"),
+        ("4-sentence streamed reply: audio / wall time (median)",
+         f"{_median([speed(r) for r in fast_runs]):.2f}x real time "
+         f"(RTF {_median([r.total_s / r.audio_s for r in fast_runs]):.2f}; "
+         f"{_median([r.audio_s for r in fast_runs]):.1f} s of audio)"),
+        ("two clients at once: each client's audio / wall time",
+         " and ".join(f"{speed(r):.2f}x" for r in pair)
+         + f" (first audio {', '.join(f'{r.first_audio_s * 1000:.0f}' for r in pair)} ms)"),
+    ]  # fmt: skip
+    for run in [*stream_runs, *fast_runs, *pair]:
+        assert run.events.count("audio-start") == 1 and run.events[-1] == "synthesize-stopped"
+    return rows
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("server", nargs="?", default="127.0.0.1:10200", help="HOST:PORT")
+    parser.add_argument("--start", action="store_true", help="start a server here for the run")
+    parser.add_argument("--model", default="demo", help="with --start: the model (default demo)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--delta-delay", type=float, default=0.05,
+                        help="seconds between streamed deltas (an LLM's pace; default 0.05)")
+    parser.add_argument("--server-args", default="",
+                        help='with --start: more server options, e.g. "--voices-dir DIR --quantize"')
+    args = parser.parse_args()
+    server_args = shlex.split(args.server_args)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    proc = None
+    if args.start:
+        port = _free_port()
+        host = "127.0.0.1"
+        cmd = [sys.executable, "-m", "wyoming_pocket_tts", "--model", args.model,
+               "--uri", f"tcp://{host}:{port}", *server_args]  # fmt: skip
+        _LOGGER.info("starting: %s", " ".join(cmd))
+        log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"server_latency-{port}.log", "wb")
+        _LOGGER.info("server log: %s", log.name)
+        proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=log, stderr=log)
+    else:
+        host, _, port_text = args.server.rpartition(":")
+        host, port = host or "127.0.0.1", int(port_text)
+    try:
+        asyncio.run(wait_ready(host, port, timeout=300))
+        rows = asyncio.run(bench(host, port, args.rounds, args.delta_delay))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+    print(f"| {host}:{port} | |\n|---|---|")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+if __name__ == "__main__":
+    main()

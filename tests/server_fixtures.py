@@ -1,0 +1,375 @@
+"""Helpers for the server tests: a fake engine and voice library, an in-process server,
+the real server as a subprocess, and Wyoming client helpers.
+
+The fake engine follows /work/notes/engine_contract.md (same methods, same frame size) but
+produces a sine tone at a controlled pace, so the in-process tests can check timing,
+cancellation and concurrency exactly. The subprocess tests use the real `--model demo`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
+from wyoming.info import Describe, Info
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeStopped,
+    SynthesizeVoice,
+)
+
+from wyoming_pocket_tts.engine.errors import TextError, VoiceError
+from wyoming_pocket_tts.server.app import ServerConfig, serve
+from wyoming_pocket_tts.server.service import Backend
+
+FRAME = 1920
+RATE = 24000
+REPO = Path(__file__).resolve().parents[1]
+
+# --------------------------------------------------------------------------------------
+# Fake engine and voices
+
+
+@dataclass(frozen=True)
+class FakeVoiceState:
+    name: str
+    model_id: str = "fake"
+    prompt_length: int = 10
+    nbytes: int = 1000
+
+
+@dataclass
+class EngineLog:
+    """What the fake engine saw; shared with the test (thread-safe enough for counters)."""
+
+    texts: list[str] = field(default_factory=list)
+    voices: list[str] = field(default_factory=list)
+    sessions: int = 0
+    frames: int = 0
+    running: int = 0
+    max_running: int = 0
+    cancelled: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class FakeModel:
+    """Same surface as the engine's TTSModel; `frames_per_word` frames per word of text."""
+
+    sample_rate = RATE
+    frame_size = FRAME
+    languages = ["en"]
+    predefined_voices = ("alba", "marius")
+    can_clone = True
+    name = "fake"
+    model_id = "fake"
+
+    def __init__(self, frame_delay: float = 0.01, frames_per_word: int = 2, fail_on: str = "") -> None:
+        self.frame_delay = frame_delay
+        self.frames_per_word = frames_per_word
+        self.fail_on = fail_on
+        self.log = EngineLog()
+        self._phase = 0
+
+    def _frames(self, text: str, voice: FakeVoiceState, cancel: threading.Event | None) -> Iterator[np.ndarray]:
+        if not any(ch.isalnum() for ch in text):
+            raise TextError("nothing pronounceable in the text")
+        log = self.log
+        with log.lock:
+            log.texts.append(text)
+            log.voices.append(voice.name)
+        count = self.frames_per_word * max(1, len(text.split()))
+        with log.lock:
+            log.running += 1
+            log.max_running = max(log.max_running, log.running)
+        try:
+            for _ in range(count):
+                if cancel is not None and cancel.is_set():
+                    with log.lock:
+                        log.cancelled += 1
+                    return
+                if self.fail_on and self.fail_on in text:
+                    raise RuntimeError("simulated engine failure")
+                time.sleep(self.frame_delay)
+                t = (np.arange(FRAME) + self._phase) / RATE
+                self._phase += FRAME
+                with log.lock:
+                    log.frames += 1
+                yield (0.5 * np.sin(2 * math.pi * 220 * t)).astype(np.float32)
+        finally:
+            with log.lock:
+                log.running -= 1
+
+    def synthesize(self, text, voice, options=None, cancel=None) -> Iterator[np.ndarray]:
+        if not any(ch.isalnum() for ch in text):
+            raise TextError("nothing pronounceable in the text")
+        return self._frames(text, voice, cancel)
+
+    def session(self, voice, options=None, cancel=None) -> FakeSession:
+        with self.log.lock:
+            self.log.sessions += 1
+        return FakeSession(self, voice, cancel)
+
+
+class FakeSession:
+    def __init__(self, model: FakeModel, voice: FakeVoiceState, cancel: threading.Event | None) -> None:
+        self._model = model
+        self._voice = voice
+        self._cancel = cancel
+
+    def speak(self, text: str) -> Iterator[np.ndarray]:
+        if not any(ch.isalnum() for ch in text):
+            raise TextError("nothing pronounceable in the text")
+        return self._model._frames(text, self._voice, self._cancel)
+
+
+@dataclass(frozen=True)
+class FakeVoiceInfo:
+    name: str
+    description: str
+    languages: list[str]
+    kind: str = "predefined"
+    attribution_name: str | None = None
+    attribution_url: str | None = None
+
+
+class FakeVoices:
+    """The voices library contract: default first, unknown names fall back with a warning."""
+
+    def __init__(self, names: tuple[str, ...] = ("alba", "marius", "grandma"), encode_delay: float = 0.0) -> None:
+        self._names = names
+        self.encode_delay = encode_delay
+        self.closed = False
+
+    @property
+    def voices(self) -> list[FakeVoiceInfo]:
+        return [FakeVoiceInfo(n, f"Voice {n}", ["en"]) for n in self._names]
+
+    @property
+    def default_name(self) -> str:
+        return self._names[0]
+
+    def start_preencoding(self) -> None:
+        pass
+
+    def get(self, name: str | None) -> tuple[str, FakeVoiceState]:
+        if name == "broken":
+            raise VoiceError("voice broken: recording is unreadable")
+        if name not in self._names:
+            if name is not None:
+                logging.getLogger("fake.voices").warning("Unknown voice %r, using default", name)
+            name = self._names[0]
+        time.sleep(self.encode_delay)
+        return name, FakeVoiceState(name)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fake_loader(model: FakeModel, voices: FakeVoices | None = None, delay: float = 0.0):
+    def load() -> Backend:
+        time.sleep(delay)
+        return Backend(model=model, voices=voices or FakeVoices(), options=None)  # type: ignore[arg-type]
+
+    return load
+
+
+# --------------------------------------------------------------------------------------
+# Servers
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.asynccontextmanager
+async def inprocess_server(loader, tmp_path: Path, max_concurrent: int = 2) -> AsyncIterator[int]:
+    """The real server code on a fake backend, in this event loop; yields the port."""
+    port = free_port()
+    config = ServerConfig(uri=f"tcp://127.0.0.1:{port}", model="fake", data_dir=tmp_path,
+                          max_concurrent=max_concurrent)  # fmt: skip
+    task = asyncio.create_task(serve(config, loader=loader))
+    try:
+        await wait_port(port, task)
+        yield port
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def wait_port(port: int, task: asyncio.Future | None = None, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if task is not None and task.done():
+            task.result()
+            raise RuntimeError("server task ended")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.02)
+            continue
+        writer.close()
+        return
+    raise TimeoutError(f"nothing listens on port {port}")
+
+
+@dataclass
+class ServerProcess:
+    proc: subprocess.Popen
+    port: int
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of the server process (all its threads)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def start_server_process(tmp_path: Path, *extra: str, port: int | None = None) -> ServerProcess:
+    port = port or free_port()
+    log_path = tmp_path / f"server-{port}.log"
+    cmd = [sys.executable, "-m", "wyoming_pocket_tts", "--model", "demo",
+           "--uri", f"tcp://127.0.0.1:{port}", "--data-dir", str(tmp_path / "data"), *extra]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    return ServerProcess(proc, port, log_path)
+
+
+# --------------------------------------------------------------------------------------
+# Client side
+
+
+@dataclass
+class Response:
+    """Everything a client received for one request."""
+
+    events: list[Event] = field(default_factory=list)
+    first_audio_at: float | None = None
+    finished_at: float | None = None
+    closed: bool = False
+
+    @property
+    def types(self) -> list[str]:
+        return [e.type for e in self.events]
+
+    @property
+    def chunks(self) -> list[AudioChunk]:
+        return [AudioChunk.from_event(e) for e in self.events if AudioChunk.is_type(e.type)]
+
+    @property
+    def audio(self) -> bytes:
+        return b"".join(c.audio for c in self.chunks)
+
+    @property
+    def error(self) -> str | None:
+        for e in self.events:
+            if e.type == "error":
+                return e.data.get("text")
+        return None
+
+
+async def read_until(client: AsyncTcpClient, stop_types: set[str], response: Response | None = None,
+                     timeout: float = 30.0) -> Response:  # fmt: skip
+    response = response or Response()
+    while True:
+        event = await asyncio.wait_for(client.read_event(), timeout)
+        if event is None:
+            response.closed = True
+            response.finished_at = time.monotonic()
+            return response
+        if AudioChunk.is_type(event.type) and response.first_audio_at is None:
+            response.first_audio_at = time.monotonic()
+        response.events.append(event)
+        if event.type in stop_types:
+            response.finished_at = time.monotonic()
+            return response
+
+
+async def describe(port: int, timeout: float = 5.0) -> tuple[Info, float]:
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        started = time.monotonic()
+        await client.write_event(Describe().event())
+        while True:
+            event = await asyncio.wait_for(client.read_event(), timeout)
+            assert event is not None, "connection closed before info"
+            if Info.is_type(event.type):
+                return Info.from_event(event), time.monotonic() - started
+
+
+async def one_shot(port: int, text: str, voice: str | None = None, timeout: float = 30.0) -> Response:
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        synth_voice = SynthesizeVoice(name=voice) if voice else None
+        await client.write_event(Synthesize(text=text, voice=synth_voice).event())
+        return await read_until(client, {AudioStop().event().type, "error"}, timeout=timeout)
+
+
+async def ha_stream(port: int, deltas: list[str], voice: str | None = None, pause: float = 0.05,
+                    timeout: float = 60.0) -> tuple[Response, float]:  # fmt: skip
+    """Home Assistant's exact streaming sequence; returns the response and when stop was sent."""
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        synth_voice = SynthesizeVoice(name=voice) if voice else None
+        stop_sent_at = 0.0
+
+        async def writer() -> None:
+            nonlocal stop_sent_at
+            await client.write_event(SynthesizeStart(voice=synth_voice).event())
+            for delta in deltas:
+                await client.write_event(SynthesizeChunk(text=delta).event())
+                await asyncio.sleep(pause)
+            await client.write_event(Synthesize(text="".join(deltas), voice=synth_voice).event())
+            await client.write_event(SynthesizeStop().event())
+            stop_sent_at = time.monotonic()
+
+        write_task = asyncio.create_task(writer())
+        response = await read_until(client, {SynthesizeStopped().event().type, "error"}, timeout=timeout)
+        await write_task
+        return response, stop_sent_at
+
+
+def check_audio_format(response: Response) -> None:
+    """One audio-start; every chunk 24 kHz, 16-bit, mono, exactly one 1920-sample frame."""
+    starts = [AudioStart.from_event(e) for e in response.events if AudioStart.is_type(e.type)]
+    assert len(starts) == 1, response.types
+    assert (starts[0].rate, starts[0].width, starts[0].channels) == (RATE, 2, 1)
+    assert response.chunks, "no audio"
+    for chunk in response.chunks:
+        assert (chunk.rate, chunk.width, chunk.channels) == (RATE, 2, 1)
+        assert len(chunk.audio) == FRAME * 2
+    assert response.types.count("audio-stop") == 1
+    assert response.types.index("audio-start") < response.types.index("audio-chunk")
+    assert response.types[-1] in ("audio-stop", "synthesize-stopped")

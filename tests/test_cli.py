@@ -1,0 +1,176 @@
+"""The command line: option names, defaults, and one-line failures."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wyoming_pocket_tts import __version__
+from wyoming_pocket_tts.__main__ import build_parser, config_from_args, default_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "wyoming_pocket_tts", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def config(*args: str):
+    return config_from_args(build_parser().parse_args(list(args)))
+
+
+def test_version_and_help_are_fast_and_do_not_load_torch():
+    started = time.monotonic()
+    result = cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"wyoming-pocket-tts {__version__}"
+    assert time.monotonic() - started < 2.0
+    help_text = cli("--help").stdout
+    for option in ("--uri", "--model", "--voice", "--voices", "--voices-dir", "--no-predefined-voices",
+                   "--data-dir", "--hf-token", "--temperature", "--decode-steps", "--eos-threshold",
+                   "--quantize", "--threads", "--voice-cache-size", "--voice-cache-mb",
+                   "--disk-cache-mb", "--max-concurrent", "--zeroconf", "--debug", "--version"):  # fmt: skip
+        assert option in help_text, option
+
+
+def test_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    cfg = config()
+    assert cfg.uri == "tcp://0.0.0.0:10200"
+    assert cfg.model == "english"
+    assert cfg.data_dir == tmp_path / "xdg" / "wyoming-pocket-tts"
+    assert cfg.data_dir.is_dir()
+    assert cfg.hf_token is None
+    assert (cfg.voice_cache_size, cfg.voice_cache_mb, cfg.disk_cache_mb) == (8, None, 512.0)
+    assert cfg.max_concurrent == 2
+    assert cfg.include_predefined and not cfg.quantize
+    assert cfg.zeroconf_name is None
+    assert (cfg.temperature, cfg.decode_steps, cfg.eos_threshold, cfg.threads) == (None,) * 4
+
+
+def test_default_data_dir_without_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_data_dir() == tmp_path / ".local" / "share" / "wyoming-pocket-tts"
+
+
+def test_options_are_passed_through(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "env-token")
+    voices = tmp_path / "voices.yaml"
+    voices.write_text("voices: {}\n")
+    recording = tmp_path / "me.wav"
+    recording.write_bytes(b"RIFF")
+    cfg = config("--uri", "unix:///tmp/x.sock", "--model", "demo", "--voice", str(recording),
+                 "--voices", str(voices), "--voices-dir", str(tmp_path), "--no-predefined-voices",
+                 "--data-dir", str(tmp_path / "d"), "--temperature", "0.5", "--decode-steps", "2",
+                 "--eos-threshold", "-3", "--quantize", "--threads", "1", "--voice-cache-size", "3",
+                 "--voice-cache-mb", "64", "--disk-cache-mb", "0", "--max-concurrent", "1",
+                 "--debug")  # fmt: skip
+    assert cfg.uri == "unix:///tmp/x.sock" and cfg.model == "demo"
+    assert cfg.voice == str(recording) and cfg.voices_file == voices and cfg.voices_dir == tmp_path
+    assert not cfg.include_predefined
+    assert cfg.hf_token == "env-token"
+    assert (cfg.temperature, cfg.decode_steps, cfg.eos_threshold) == (0.5, 2, -3.0)
+    assert cfg.quantize and cfg.threads == 1
+    assert (cfg.voice_cache_size, cfg.voice_cache_mb, cfg.disk_cache_mb) == (3, 64.0, 0.0)
+    assert cfg.max_concurrent == 1
+    assert config("--hf-token", "cli-token").hf_token == "cli-token"
+    assert config("--voice", "marius").voice == "marius"  # a name needs no file
+    assert config("--uri", "stdio://").uri == "stdio://"
+
+
+def test_zeroconf_name(monkeypatch):
+    monkeypatch.setattr("wyoming_pocket_tts.__main__.zeroconf_available", lambda: True)
+    assert config("--zeroconf").zeroconf_name == "pocket-tts"
+    assert config("--zeroconf", "kitchen").zeroconf_name == "kitchen"
+
+
+def test_hf_token_never_shown_in_help():
+    result = cli("--help", env={"HF_TOKEN": "hf_secret_value"})
+    assert "hf_secret_value" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--threads", "0"], "--threads: must be at least 1"),
+        (["--max-concurrent", "x"], "--max-concurrent: not a valid int"),
+        (["--temperature", "-1"], "--temperature: must be at least 0"),
+        (["--voice-cache-mb", "0"], "--voice-cache-mb: must be greater than 0"),
+        (["--uri", "http://host:1"], "use tcp://HOST:PORT"),
+        (["--uri", "tcp://host"], "needs a host and a port"),
+        (["--voices", "/nonexistent/voices.yaml"], "no such file"),
+        (["--voices-dir", "/nonexistent/dir"], "no such directory"),
+        (["--voice", "/nonexistent/me.wav"], "no such file"),
+        (["--voice", "me.wav"], "no such file"),
+        (["--model", "/nonexistent/config.yaml"], "no such file"),
+        (["--zeroconf", "--uri", "unix:///tmp/s"], "--zeroconf needs a tcp:// --uri"),
+    ],
+)
+def test_bad_options_fail_fast_with_one_line(args, message, tmp_path):
+    started = time.monotonic()
+    result = cli(*args, "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("wyoming-pocket-tts: error:")
+    assert message in lines[0]
+    assert time.monotonic() - started < 2.0
+
+
+def test_unwritable_data_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = cli("--data-dir", str(blocker / "sub"))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "--data-dir" in result.stderr
+
+
+def test_port_in_use_is_one_line(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = cli("--model", "demo", "--uri", f"tcp://127.0.0.1:{port}", "--data-dir", str(tmp_path))
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and f"cannot listen on tcp://127.0.0.1:{port}" in errors[0]
+
+
+def test_model_that_cannot_be_downloaded_is_one_line(tmp_path):
+    # No network here, and an empty Hugging Face cache: the download must fail, clearly.
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_TOKEN": ""}
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    free = port.getsockname()[1]
+    port.close()
+    result = cli("--model", "english", "--uri", f"tcp://127.0.0.1:{free}", "--data-dir", str(tmp_path),
+                 env=env, timeout=120)  # fmt: skip
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("wyoming-pocket-tts: error:"), result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("wyoming-pocket-tts: error:")]
+    assert len(errors) == 1
+    # It says what was tried and how to run offline on a local model config.
+    assert "english" in last or "hf://" in last
+    assert ".yaml" in last or "offline" in last.lower()
+
+
+def test_unknown_model_name_is_one_line(tmp_path):
+    result = cli("--model", "klingon", "--uri", "tcp://127.0.0.1:0", "--data-dir", str(tmp_path))
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("wyoming-pocket-tts: error:")]
+    assert len(errors) == 1 and "klingon" in errors[0]

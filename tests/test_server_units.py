@@ -1,0 +1,298 @@
+"""Unit tests of the server's parts: event reading with limits, the scheduler, the thread
+bridge, and the Info event."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from contextlib import aclosing
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from wyoming_pocket_tts.server.info import VoiceEntry, build_info
+from wyoming_pocket_tts.server.protocol import Limits, ProtocolError, read_event
+from wyoming_pocket_tts.server.scheduler import Priority, SynthesisScheduler
+from wyoming_pocket_tts.server.synthesis import stream_pcm, to_pcm16
+
+
+def _reader(data: bytes) -> asyncio.StreamReader:
+    reader = asyncio.StreamReader()
+    reader.feed_data(data)
+    reader.feed_eof()
+    return reader
+
+
+def _read(data: bytes, limits: Limits | None = None):
+    async def go():
+        return await read_event(_reader(data), limits)
+
+    return asyncio.run(go())
+
+
+# -- protocol -------------------------------------------------------------------------------
+
+
+def test_reads_event_with_data_and_payload():
+    data = json.dumps({"text": "hi"}).encode()
+    header = json.dumps({"type": "synthesize", "data": {"a": 1}, "data_length": len(data),
+                         "payload_length": 3}).encode()  # fmt: skip
+    event = _read(header + b"\n" + data + b"xyz")
+    assert event.type == "synthesize"
+    assert event.data == {"a": 1, "text": "hi"}
+    assert event.payload == b"xyz"
+
+
+def test_clean_eof_is_none_and_blank_lines_are_skipped():
+    assert _read(b"") is None
+    assert _read(b"\n\n") is None
+    assert _read(b'\n\n{"type": "describe"}\n').type == "describe"
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b"{not json\n", "not a JSON object"),
+        (b"[1, 2]\n", "not a JSON object"),
+        (b'{"data": {}}\n', 'missing "type"'),
+        (b'{"type": "x", "data": [1]}\n', '"data" must be a JSON object'),
+        (b'{"type": "x", "data_length": -1}\n', "non-negative integer"),
+        (b'{"type": "x", "data_length": "5"}\n', "non-negative integer"),
+        (b'{"type": "x", "data_length": 99999999999}\n', "event too large"),
+        (b'{"type": "x", "payload_length": 99999999999}\n', "event too large"),
+        (b'{"type": "x", "data_length": 5}\nab', "closed in the middle"),
+        (b'{"type": "x", "data_length": 3}\n[1]', "not a JSON object"),
+        (b'{"type": "x", "data_length": 3}\n{{{', "not valid JSON"),
+        (b'{"type": "x"', "closed in the middle of an event header"),
+    ],
+)
+def test_bad_events_raise_protocol_error(raw, message):
+    with pytest.raises(ProtocolError, match=message):
+        _read(raw)
+
+
+def test_header_line_limit():
+    line = b'{"type": "x", "pad": "' + b"a" * 200 + b'"}\n'
+    with pytest.raises(ProtocolError, match="longer than"):
+        _read(line, Limits(header_bytes=100))
+
+    async def huge_line():
+        reader = asyncio.StreamReader(limit=1024)
+        reader.feed_data(b"a" * 5000)
+        return await read_event(reader)
+
+    with pytest.raises(ProtocolError, match="too long"):
+        asyncio.run(huge_line())
+
+
+# -- scheduler ------------------------------------------------------------------------------
+
+
+def test_scheduler_bounds_concurrency_and_serves_fifo():
+    async def go():
+        scheduler = SynthesisScheduler(2)
+        running, peak, order = 0, 0, []
+
+        async def job(name: str, delay: float):
+            nonlocal running, peak
+            async with scheduler.slot():
+                running += 1
+                peak = max(peak, running)
+                order.append(name)
+                await asyncio.sleep(delay)
+                running -= 1
+
+        tasks = []
+        for i in range(6):
+            tasks.append(asyncio.create_task(job(f"j{i}", 0.02)))
+            await asyncio.sleep(0)  # arrive in order
+        await asyncio.gather(*tasks)
+        return peak, order, scheduler.stats
+
+    peak, order, stats = asyncio.run(go())
+    assert peak == 2
+    assert order == [f"j{i}" for i in range(6)]
+    assert (stats.running, stats.waiting) == (0, 0)
+
+
+def test_scheduler_prefers_continuations_and_drops_cancelled_waiters():
+    async def go():
+        scheduler = SynthesisScheduler(1)
+        order = []
+        gate = asyncio.Event()
+
+        async def holder():
+            async with scheduler.slot():
+                await gate.wait()
+
+        async def job(name, priority):
+            async with scheduler.slot(priority):
+                order.append(name)
+
+        hold = asyncio.create_task(holder())
+        await asyncio.sleep(0)
+        new1 = asyncio.create_task(job("new1", Priority.NEW))
+        await asyncio.sleep(0)
+        gone = asyncio.create_task(job("gone", Priority.NEW))
+        await asyncio.sleep(0)
+        cont = asyncio.create_task(job("cont", Priority.CONTINUATION))
+        await asyncio.sleep(0)
+        assert scheduler.stats.waiting == 3
+        gone.cancel()
+        await asyncio.sleep(0)
+        assert scheduler.stats.waiting == 2
+        gate.set()
+        await asyncio.gather(hold, new1, cont)
+        return order, scheduler.stats
+
+    order, stats = asyncio.run(go())
+    assert order == ["cont", "new1"]
+    assert (stats.running, stats.waiting) == (0, 0)
+
+
+def test_scheduler_limit_follows_measured_solo_speed():
+    async def go():
+        scheduler = SynthesisScheduler(2)
+        assert scheduler.limit == 2  # nothing measured: the cap
+        # A synthesis alone at ~1x real time: two at once would each fall below real time.
+        async with scheduler.slot() as slot:
+            await asyncio.sleep(0.3)
+            slot.add_audio(0.6)
+        slow_limit = scheduler.limit
+        slow_speed = scheduler.stats.solo_speed
+
+        running, peak = 0, 0
+
+        async def job():
+            nonlocal running, peak
+            async with scheduler.slot() as slot:
+                running += 1
+                peak = max(peak, running)
+                await asyncio.sleep(0.02)
+                running -= 1
+                slot.add_audio(0.1)  # too little audio to count as a measurement
+
+        await asyncio.gather(job(), job(), job())
+        serial_peak = peak
+
+        # Several fast solo runs: the moving average climbs, two at once are allowed again.
+        for _ in range(10):
+            async with scheduler.slot() as slot:
+                await asyncio.sleep(0.01)
+                slot.add_audio(5.0)
+        fast_limit = scheduler.limit
+        peak = 0
+        await asyncio.gather(job(), job(), job())
+        # Overlapping slots do not count as solo measurements.
+        speed_before = scheduler.stats.solo_speed
+        async with scheduler.slot() as a, scheduler.slot() as b:
+            await asyncio.sleep(0.3)
+            a.add_audio(0.6)
+            b.add_audio(0.6)
+        return slow_speed, slow_limit, serial_peak, fast_limit, peak, speed_before, scheduler.stats
+
+    slow_speed, slow_limit, serial_peak, fast_limit, parallel_peak, speed_before, stats = asyncio.run(go())
+    assert slow_speed < 2.4 and slow_limit == 1
+    assert serial_peak == 1
+    assert fast_limit == 2 and parallel_peak == 2
+    assert stats.solo_speed == speed_before
+    assert (stats.running, stats.waiting) == (0, 0)
+
+
+def test_scheduler_rejects_zero():
+    with pytest.raises(ValueError):
+        SynthesisScheduler(0)
+
+
+# -- thread bridge --------------------------------------------------------------------------
+
+
+def test_to_pcm16_clips_and_scales():
+    pcm = np.frombuffer(to_pcm16(np.array([0.0, 0.5, 1.0, 2.0, -3.0], np.float32)), "<i2")
+    assert pcm.tolist() == [0, 16384, 32767, 32767, -32767]
+
+
+def _frames(count: int, cancel: threading.Event, log: list, delay: float = 0.01):
+    for i in range(count):
+        if cancel.is_set():
+            log.append("cancelled")
+            return
+        time.sleep(delay)
+        log.append(i)
+        yield np.full(1920, 0.25, np.float32)
+
+
+def test_stream_pcm_yields_frames_from_a_worker_thread():
+    async def go():
+        cancel = threading.Event()
+        log: list = []
+        threads = set()
+
+        def make():
+            threads.add(threading.current_thread().name)
+            return _frames(5, cancel, log)
+
+        with ThreadPoolExecutor(1, thread_name_prefix="w") as pool:
+            out = [pcm async for pcm in stream_pcm(make, cancel, pool)]
+        return out, threads, cancel.is_set()
+
+    out, threads, cancelled = asyncio.run(go())
+    assert len(out) == 5 and all(len(p) == 3840 for p in out)
+    assert all(name.startswith("w") for name in threads)
+    assert not cancelled
+
+
+def test_stream_pcm_early_exit_cancels_and_waits_for_worker():
+    async def go():
+        cancel = threading.Event()
+        log: list = []
+        with ThreadPoolExecutor(1) as pool:
+            async with aclosing(stream_pcm(lambda: _frames(1000, cancel, log, 0.005), cancel, pool)) as frames:
+                async for _ in frames:
+                    break
+            # The worker has finished by the time the generator is closed.
+            produced = len(log)
+            await asyncio.sleep(0.05)
+            return cancel.is_set(), produced, len(log)
+
+    cancelled, produced, later = asyncio.run(go())
+    assert cancelled
+    assert produced == later  # nothing ran after the close
+    assert produced < 10
+
+
+def test_stream_pcm_reraises_engine_errors():
+    def boom():
+        raise ValueError("bad text")
+
+    async def go():
+        with ThreadPoolExecutor(1) as pool:
+            return [p async for p in stream_pcm(boom, threading.Event(), pool)]
+
+    with pytest.raises(ValueError, match="bad text"):
+        asyncio.run(go())
+
+
+# -- info -----------------------------------------------------------------------------------
+
+
+def test_info_lists_program_and_voices():
+    info = build_info("english", [VoiceEntry("alba", "Alba", ("en",)),
+                                  VoiceEntry("grandma", "Grandma", ("en",), "Family", "https://x")])  # fmt: skip
+    assert len(info.tts) == 1
+    program = info.tts[0]
+    assert program.installed and program.supports_synthesize_streaming
+    assert program.version
+    assert [v.name for v in program.voices] == ["alba", "grandma"]
+    assert program.voices[0].languages == ["en"]
+    assert program.voices[0].attribution.name == "Kyutai"
+    assert program.voices[1].attribution.url == "https://x"
+    # Survives the Wyoming round trip.
+    event = info.event()
+    assert event.data["tts"][0]["voices"][1]["name"] == "grandma"
+
+    loading = build_info("english", [], loading=True)
+    assert loading.tts[0].installed and loading.tts[0].voices == []

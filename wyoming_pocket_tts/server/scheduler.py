@@ -1,0 +1,183 @@
+"""How concurrent requests share the CPU (two cores is the design point).
+
+* Each synthesis runs in its own worker thread (torch releases the GIL in its kernels), so
+  the event loop stays free to answer ``describe`` and relay frames at all times.
+* At most ``limit`` syntheses run at once; the others wait in line. ``limit`` adapts to the
+  machine: two syntheses sharing two cores each run at about half the speed of one alone
+  (measured: 1.7x real time alone -> 0.8x and 0.7x together on the default architecture),
+  and a streamed reply made slower than real time stutters on the speaker. So the
+  scheduler measures how fast a synthesis runs *alone* (audio seconds per wall second, a
+  moving average, first measured by the start-up warm-up) and admits ``n`` at once only
+  if each would still run at ``MIN_SPEED`` (1.2x) real time: ``limit = clamp(speed / 1.2,
+  1, max_concurrent)``. With today's engine on two cores that means one at a time; a
+  faster engine (or ``--quantize``) lets two satellites speak at once, each in real time.
+  ``--max-concurrent`` (default 2) caps it; ``--max-concurrent 1`` always serialises.
+* A slot is held while a response has text to speak: a whole one-shot text, or the
+  sentences of a streamed reply that have arrived. While a streamed reply waits for more
+  text (the LLM is still writing) its slot is free for others, so an idle stream never
+  holds the CPU; when its next sentence is already there it keeps the slot, so no other
+  request slips in between two of its sentences.
+* Waiters are served first-in first-out, except that a response which has already sent
+  audio goes before responses that have not started: once a speaker has begun a reply, its
+  next sentence must follow without a gap, while a new request only waits a little longer
+  for its first audio.
+* A waiter whose client goes away leaves the queue at once (its task is cancelled).
+
+Batching several requests into one forward pass would use the cores better, but the
+engine decodes one stream per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import heapq
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+_LOGGER = logging.getLogger(__name__)
+
+# Each of n concurrent syntheses must still be at least this many times faster than real time.
+MIN_SPEED = 1.2
+# Weight of the newest measurement in the moving average of the solo speed.
+SPEED_SMOOTHING = 0.3
+# Below this much audio a measurement says more about start-up costs than about speed.
+MIN_MEASURED_AUDIO_S = 0.5
+
+
+class Priority(enum.IntEnum):
+    """Lower runs first."""
+
+    CONTINUATION = 0  # the next sentence of a response already playing
+    NEW = 1  # the first audio of a response
+
+
+@dataclass(order=True)
+class _Waiter:
+    priority: int
+    seq: int
+    future: asyncio.Future[None] = field(compare=False)
+
+
+@dataclass
+class Slot:
+    """One running synthesis; its user reports the audio it produced."""
+
+    started: float = field(default_factory=time.monotonic)
+    audio_s: float = 0.0
+    # False as soon as another synthesis ran at the same time: then it says nothing about
+    # the speed of one synthesis alone.
+    alone: bool = True
+
+    def add_audio(self, seconds: float) -> None:
+        self.audio_s += seconds
+
+
+@dataclass
+class SchedulerStats:
+    """A snapshot for logs and tests."""
+
+    running: int
+    waiting: int
+    limit: int
+    solo_speed: float | None
+
+
+class SynthesisScheduler:
+    """A counting semaphore with an adaptive bound and two priority classes, FIFO within
+    each. Event-loop only (not thread-safe)."""
+
+    def __init__(self, max_concurrent: int, min_speed: float = MIN_SPEED) -> None:
+        if max_concurrent < 1:
+            raise ValueError("max_concurrent must be at least 1")
+        self.max_concurrent = max_concurrent
+        self.min_speed = min_speed
+        self._active: list[Slot] = []
+        self._waiters: list[_Waiter] = []
+        self._seq = itertools.count()
+        self._solo_speed: float | None = None
+        # Slots granted (to the fast path or a woken waiter) but not yet in `_active`.
+        self._granted = 0
+
+    @property
+    def limit(self) -> int:
+        """How many syntheses may run at once now."""
+        if self._solo_speed is None:
+            return self.max_concurrent  # nothing measured yet: trust the cap
+        return max(1, min(self.max_concurrent, int(self._solo_speed / self.min_speed)))
+
+    @property
+    def stats(self) -> SchedulerStats:
+        waiting = sum(1 for w in self._waiters if not w.future.done())
+        return SchedulerStats(len(self._active), waiting, self.limit, self._solo_speed)
+
+    @asynccontextmanager
+    async def slot(self, priority: Priority = Priority.NEW) -> AsyncIterator[Slot]:
+        """Hold one synthesis slot for the body of the ``async with``."""
+        await self._acquire(priority)
+        self._granted -= 1
+        slot = Slot()
+        if self._active:
+            slot.alone = False
+            for other in self._active:
+                other.alone = False
+        self._active.append(slot)
+        try:
+            yield slot
+        finally:
+            self._active.remove(slot)
+            self._measure(slot)
+            self._wake()
+
+    def _measure(self, slot: Slot) -> None:
+        if not slot.alone or slot.audio_s < MIN_MEASURED_AUDIO_S:
+            return
+        speed = slot.audio_s / max(time.monotonic() - slot.started, 1e-3)
+        before = self.limit
+        if self._solo_speed is None:
+            self._solo_speed = speed
+        else:
+            self._solo_speed += SPEED_SMOOTHING * (speed - self._solo_speed)
+        if self.limit != before:
+            _LOGGER.info(
+                "Synthesis alone runs at %.1fx real time: up to %d at once",
+                self._solo_speed, self.limit,
+            )  # fmt: skip
+
+    async def _acquire(self, priority: Priority) -> None:
+        """Return once a slot is granted (counted in `_granted`)."""
+        if self._running < self.limit and not self._waiters:
+            self._granted += 1
+            return
+        waiter = _Waiter(int(priority), next(self._seq), asyncio.get_running_loop().create_future())
+        heapq.heappush(self._waiters, waiter)
+        _LOGGER.debug("Synthesis queued (%s)", self.stats)
+        try:
+            await waiter.future
+        except asyncio.CancelledError:
+            if waiter.future.done() and not waiter.future.cancelled():
+                # The slot was granted just as the waiter was cancelled: pass it on.
+                self._granted -= 1
+                self._wake()
+            else:
+                waiter.future.cancel()
+                self._waiters.remove(waiter)
+                heapq.heapify(self._waiters)
+            raise
+
+    @property
+    def _running(self) -> int:
+        return len(self._active) + self._granted
+
+    def _wake(self) -> None:
+        # Grant freed capacity to the next live waiters, in order, so a newcomer cannot
+        # jump the queue.
+        while self._waiters and self._running < self.limit:
+            waiter = heapq.heappop(self._waiters)
+            if not waiter.future.done():
+                self._granted += 1
+                waiter.future.set_result(None)

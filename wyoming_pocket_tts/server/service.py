@@ -1,0 +1,207 @@
+"""What every connection shares: the model once loaded, the voices, the scheduler, the workers.
+
+The server listens before the model exists: loading (importing torch, maybe downloading
+weights) runs in a daemon thread started by `TtsService.start`, and requests that need the
+model await `wait_ready()`. `describe` never needs it. The engine and the voices library are
+only imported inside that thread, so `--help`, `--version` and the first `describe` do not
+wait for torch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from wyoming.info import Info
+
+from .info import VoiceEntry, build_info, voice_entry
+from .scheduler import SynthesisScheduler
+
+if TYPE_CHECKING:
+    from ..engine import GenerationOptions, TTSModel, VoiceState
+    from ..voices import VoiceLibrary
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass
+class Backend:
+    """The loaded model and its voice library."""
+
+    model: TTSModel
+    voices: VoiceLibrary
+    options: GenerationOptions
+
+
+class LoadFailed(Exception):
+    """Loading the model or the voices failed; the message is one line for the user."""
+
+
+Loader = Callable[[], Backend]
+# Runs in a synthesis worker: (backend, default voice, cancel event) -> seconds of audio.
+Warmup = Callable[[Backend, "VoiceState", threading.Event], float]
+
+
+@dataclass
+class TtsService:
+    """Shared state of the server; all methods are called on the event loop."""
+
+    model_name: str
+    loader: Loader
+    scheduler: SynthesisScheduler
+    synth_executor: Executor
+    voice_executor: Executor
+    # Run once the model is ready, under a scheduler slot like a request: the first
+    # synthesis after start pays one-off costs that should not fall on a user's request,
+    # and it gives the scheduler its first measure of the engine's speed.
+    warmup: Warmup | None = None
+    _ready: asyncio.Future[Backend] | None = field(default=None, init=False)
+    _backend: Backend | None = field(default=None, init=False)
+    _loader_thread: threading.Thread | None = field(default=None, init=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, init=False)
+    _warmup_task: asyncio.Task[None] | None = field(default=None, init=False)
+    # The task of every open connection, so that shutdown can wait for their cleanup.
+    connections: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _request_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), init=False)
+
+    def next_request_id(self) -> int:
+        """Numbers requests in the log, across connections."""
+        return next(self._request_ids)
+
+    def start(self) -> asyncio.Future[Backend]:
+        """Start loading in a background thread; the future fails with LoadFailed."""
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        ready = self._ready
+
+        def deliver(backend: Backend | None, error: BaseException | None) -> None:
+            if ready.done():
+                return
+            if error is not None:
+                ready.set_exception(error)
+                return
+            assert backend is not None
+            self._backend = backend
+            ready.set_result(backend)
+            if self.warmup is not None:
+                self._warmup_task = loop.create_task(self._warm_up(backend), name="warm-up")
+
+        def load() -> None:
+            started = time.monotonic()
+            try:
+                backend = self.loader()
+            except BaseException as err:  # noqa: BLE001 - reported to the user as one line
+                _LOGGER.debug("Loading failed", exc_info=True)
+                failure = err if isinstance(err, LoadFailed) else LoadFailed(str(err) or type(err).__name__)
+                outcome: tuple[Backend | None, BaseException | None] = (None, failure)
+            else:
+                _LOGGER.info("Model %s ready in %.1f s", self.model_name, time.monotonic() - started)
+                outcome = (backend, None)
+            try:
+                loop.call_soon_threadsafe(deliver, *outcome)
+            except RuntimeError:
+                pass  # the loop was closed while we loaded (shutdown)
+
+        # A daemon thread: a download in progress must not keep a stopping server alive
+        # (see `loading`: the caller then exits without waiting for it).
+        self._loader_thread = threading.Thread(target=load, name="model-loader", daemon=True)
+        self._loader_thread.start()
+        return ready
+
+    async def _warm_up(self, backend: Backend) -> None:
+        assert self.warmup is not None
+        loop = asyncio.get_running_loop()
+        try:
+            # The default voice first (it may be encoding), outside the slot like a request.
+            _, voice = await self.get_voice(backend, None)
+            async with self.scheduler.slot() as slot:
+                audio_s = await loop.run_in_executor(
+                    self.synth_executor, self.warmup, backend, voice, self._stopping
+                )
+                # Also the scheduler's first measure of how fast one synthesis runs.
+                slot.add_audio(audio_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a failed warm-up only costs latency
+            _LOGGER.warning("Warm-up failed", exc_info=True)
+
+    @property
+    def loading(self) -> bool:
+        """True while the loader thread still runs (torch may be busy in it)."""
+        return self._loader_thread is not None and self._loader_thread.is_alive()
+
+    @property
+    def backend(self) -> Backend | None:
+        return self._backend
+
+    async def wait_ready(self) -> Backend:
+        """The backend, once loaded. Raises LoadFailed."""
+        if self._backend is not None:
+            return self._backend
+        assert self._ready is not None, "start() was not called"
+        # shield: a cancelled request must not cancel the loading shared by everyone.
+        return await asyncio.shield(self._ready)
+
+    async def settle(self, timeout: float) -> None:
+        """Wait up to `timeout` for loading to finish (either way); never raises."""
+        if self._ready is not None and not self._ready.done():
+            # asyncio.wait neither raises the loader's error nor cancels on timeout.
+            await asyncio.wait([self._ready], timeout=timeout)
+
+    def info(self) -> Info:
+        backend = self._backend
+        if backend is None:
+            return build_info(self.model_name, (), loading=True)
+        return build_info(self.model_name, self.voice_entries(backend))
+
+    @staticmethod
+    def voice_entries(backend: Backend) -> Sequence[VoiceEntry]:
+        languages = tuple(getattr(backend.model, "languages", ()) or ())
+        entries = []
+        for voice in backend.voices.voices:
+            entry = voice_entry(voice)
+            if not entry.languages and languages:
+                # Home Assistant offers a voice only in the languages it lists.
+                entry = VoiceEntry(
+                    entry.name, entry.description, languages,
+                    entry.attribution_name, entry.attribution_url,
+                )  # fmt: skip
+            entries.append(entry)
+        return entries
+
+    async def get_voice(self, backend: Backend, name: str | None) -> tuple[str, VoiceState]:
+        """The voice to use (the default for None or an unknown name); may encode it first."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.voice_executor, backend.voices.get, name)
+
+    def stopping(self) -> None:
+        """Shutdown has begun: background synthesis (the warm-up) stops within a frame."""
+        self._stopping.set()
+
+    async def close(self) -> None:
+        """Stop background work (warm-up, voice pre-encoding) and wait for it to end."""
+        self._stopping.set()
+        if self._warmup_task is not None:
+            await asyncio.wait([self._warmup_task], timeout=5)
+        backend = self._backend
+        if backend is not None:
+            loop = asyncio.get_running_loop()
+            try:
+                # Blocking (it joins the pre-encoding thread): off the event loop.
+                await loop.run_in_executor(None, backend.voices.close)
+            except Exception:  # noqa: BLE001
+                _LOGGER.debug("Closing the voice library failed", exc_info=True)
+
+
+def error_text(err: BaseException) -> str:
+    """A one-line message for an `error` event; engine errors are already worded for users."""
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+

@@ -1,0 +1,112 @@
+"""Running an engine iterator in a worker thread and handing its frames to the event loop.
+
+The engine's iterators block for tens of milliseconds per frame, so they never run on the
+event loop. A worker thread pulls frames, converts each to 16-bit PCM (cheap, and it keeps
+numpy off the loop), and passes it through an asyncio queue with `call_soon_threadsafe`.
+The consumer is an async iterator; leaving it early for any reason (the client went away,
+a write failed, the task was cancelled) sets the request's cancel Event, which the engine
+checks every frame, and waits for the worker to finish so the scheduler slot is only
+released once the CPU really is free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+import numpy as np
+
+_LOGGER = logging.getLogger(__name__)
+
+FrameIterator = Iterator[np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: BaseException
+
+
+_DONE = object()
+
+
+def to_pcm16(frame: np.ndarray) -> bytes:
+    """Float samples in [-1, 1] to little-endian int16 bytes (clipped, never wrapped)."""
+    samples = np.clip(np.asarray(frame, dtype=np.float32).reshape(-1), -1.0, 1.0)
+    return (samples * 32767.0).round().astype("<i2").tobytes()
+
+
+class _Bridge:
+    """Thread side: put items on the loop's queue, unless the loop has gone away."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[object]) -> None:
+        self._loop = loop
+        self._queue = queue
+
+    def put(self, item: object) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:
+            # The loop is closed (server shutting down): nobody is listening any more.
+            pass
+
+
+def _pump(make_frames: Callable[[], FrameIterator], cancel: threading.Event, bridge: _Bridge) -> None:
+    frames: FrameIterator | None = None
+    try:
+        frames = make_frames()
+        for frame in frames:
+            if cancel.is_set():
+                break
+            bridge.put(to_pcm16(frame))
+    except BaseException as err:  # noqa: BLE001 - every failure goes to the consumer
+        bridge.put(_Failed(err))
+    finally:
+        close = getattr(frames, "close", None)
+        if close is not None:
+            try:
+                close()  # frees the engine's per-request state at once
+            except Exception:  # noqa: BLE001
+                _LOGGER.exception("Closing an engine iterator failed")
+        bridge.put(_DONE)
+
+
+async def stream_pcm(
+    make_frames: Callable[[], FrameIterator],
+    cancel: threading.Event,
+    executor: Executor,
+) -> AsyncIterator[bytes]:
+    """Yield int16 PCM frames from ``make_frames()``, which runs in a worker of ``executor``.
+
+    ``make_frames`` itself is called in the worker (creating a session or starting a
+    synthesis may already take time). An exception raised there or while iterating is
+    re-raised here, in the consumer.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    worker = loop.run_in_executor(executor, _pump, make_frames, cancel, _Bridge(loop, queue))
+    finished = False
+    try:
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                finished = True
+                break
+            if isinstance(item, _Failed):
+                raise item.error
+            assert isinstance(item, bytes)
+            yield item
+    finally:
+        if not finished:
+            cancel.set()
+        # Wait for the worker even when cancelled: the slot must outlive the CPU work.
+        # shield() keeps a second cancellation from abandoning the wait half-way.
+        try:
+            await asyncio.shield(worker)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:  # noqa: BLE001 - its error, if any, was already reported
+            pass
