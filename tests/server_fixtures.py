@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import os
@@ -373,3 +374,28 @@ def check_audio_format(response: Response) -> None:
     assert response.types.count("audio-stop") == 1
     assert response.types.index("audio-start") < response.types.index("audio-chunk")
     assert response.types[-1] in ("audio-stop", "synthesize-stopped")
+
+
+async def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> tuple[list[dict], bool]:
+    """Send raw bytes; return the JSON headers received and whether the server closed."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    await writer.drain()
+    headers = []
+    closed = False
+    try:
+        while True:
+            line = await asyncio.wait_for(reader.readline(), timeout)
+            if not line:
+                closed = True
+                break
+            header = json.loads(line)
+            if header.get("data_length"):
+                header["data"] = json.loads(await reader.readexactly(header["data_length"]))
+            if header.get("payload_length"):
+                await reader.readexactly(header["payload_length"])
+            headers.append(header)
+    except asyncio.TimeoutError:
+        pass
+    writer.close()
+    return headers, closed

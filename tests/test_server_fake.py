@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 from server_fixtures import (
+    raw_exchange,
     FakeModel,
     Response,
     check_audio_format,
@@ -31,31 +32,6 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 def run(coro):
     return asyncio.run(coro)
-
-
-async def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> tuple[list[dict], bool]:
-    """Send raw bytes; return the JSON headers received and whether the server closed."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(data)
-    await writer.drain()
-    headers = []
-    closed = False
-    try:
-        while True:
-            line = await asyncio.wait_for(reader.readline(), timeout)
-            if not line:
-                closed = True
-                break
-            header = json.loads(line)
-            if header.get("data_length"):
-                header["data"] = json.loads(await reader.readexactly(header["data_length"]))
-            if header.get("payload_length"):
-                await reader.readexactly(header["payload_length"])
-            headers.append(header)
-    except asyncio.TimeoutError:
-        pass
-    writer.close()
-    return headers, closed
 
 
 def test_describe_before_and_after_loading(tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from engine_fixtures import write_voice_recording
 from server_fixtures import (
+    raw_exchange,
     REPO,
     ServerProcess,
     check_audio_format,
@@ -195,26 +196,7 @@ def test_two_concurrent_clients_both_receive_audio(server):
 
 
 async def _raw(port: int, data: bytes) -> tuple[list[dict], bool]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(data)
-    await writer.drain()
-    headers, closed = [], False
-    try:
-        while True:
-            line = await asyncio.wait_for(reader.readline(), 30)
-            if not line:
-                closed = True
-                break
-            header = json.loads(line)
-            if header.get("data_length"):
-                header["data"] = json.loads(await reader.readexactly(header["data_length"]))
-            if header.get("payload_length"):
-                await reader.readexactly(header["payload_length"])
-            headers.append(header)
-    except asyncio.TimeoutError:
-        pass
-    writer.close()
-    return headers, closed
+    return await raw_exchange(port, data, timeout=30)
 
 
 @pytest.mark.parametrize(
