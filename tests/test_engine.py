@@ -231,4 +231,5 @@ def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> N
     reference = np.concatenate(list(exact.synthesize("Hello there, friend.", voice, options)))[: 10 * 1920]
     approx = np.concatenate(list(int8.synthesize("Hello there, friend.", voice, options)))[: 10 * 1920]
     snr = 10 * np.log10(np.sum(reference**2) / np.sum((reference - approx) ** 2))
+    print(f"int8 SNR {snr:.1f} dB")
     assert snr > 20, f"int8 audio SNR {snr:.1f} dB against float32"

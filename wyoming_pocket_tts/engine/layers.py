@@ -11,6 +11,7 @@ without renaming. Attention comes in three flavours, one per way the model is ru
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -27,10 +28,11 @@ class RotaryTable:
     """
 
     def __init__(self, head_dim: int, max_period: float) -> None:
-        steps = torch.arange(head_dim // 2, dtype=torch.float32)
+        # Explicitly on the CPU: the network may be built on the meta device before loading.
+        steps = torch.arange(head_dim // 2, dtype=torch.float32, device="cpu")
         self.frequencies = torch.exp(steps * (-math.log(max_period) * 2 / head_dim))
-        self._cos = torch.empty(0, 1, head_dim // 2)
-        self._sin = torch.empty(0, 1, head_dim // 2)
+        self._cos = torch.empty(0, 1, head_dim // 2, device="cpu")
+        self._sin = torch.empty(0, 1, head_dim // 2, device="cpu")
 
     def lookup(self, start: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         end = start + length
@@ -74,11 +76,36 @@ class PrefixCache:
 
 @dataclass
 class WindowCache:
-    """The last `context - 1` keys and values of a sliding-window layer, [B, H, T, D]."""
+    """Keys and values of a sliding-window layer, [B, H, capacity, D], of which positions
+    [start, end) are live: at most the last `context - 1`, plus the ones being added.
+
+    New positions are written after the live ones; only when the buffer is full are the
+    live ones moved back to the front, so most steps copy nothing but their own keys.
+    """
 
     k: torch.Tensor
     v: torch.Tensor
+    start: int = 0
+    end: int = 0
     position: int = 0
+
+    def append(self, k: torch.Tensor, v: torch.Tensor, context: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Add t positions; returns the live keys and values and how many came before."""
+        t = k.shape[2]
+        keep = min(self.end - self.start, context - 1)
+        start = self.end - keep
+        if self.end + t > self.k.shape[2]:
+            capacity = max(2 * (context - 1 + t), self.k.shape[2])
+            shape = (k.shape[0], k.shape[1], capacity, k.shape[3])
+            new_k, new_v = self.k.new_empty(shape), self.v.new_empty(shape)
+            new_k[:, :, :keep] = self.k[:, :, start : self.end]
+            new_v[:, :, :keep] = self.v[:, :, start : self.end]
+            self.k, self.v, start = new_k, new_v, 0
+        self.k[:, :, start + keep : start + keep + t] = k
+        self.v[:, :, start + keep : start + keep + t] = v
+        self.start, self.end = start, start + keep + t
+        self.position += t
+        return self.k[:, :, start : self.end], self.v[:, :, start : self.end], keep
 
 
 def attend_with_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
@@ -112,17 +139,16 @@ def attend_with_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache:
 def attend_window(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: WindowCache, context: int) -> torch.Tensor:
     """Attention of t new positions over the previous `context - 1` positions and themselves."""
     t = q.shape[2]
-    keys = torch.cat([cache.k, k], dim=2)
-    values = torch.cat([cache.v, v], dim=2)
-    history = cache.k.shape[2]
+    keys, values, history = cache.append(k, v, context)
+    return F.scaled_dot_product_attention(q, keys, values, attn_mask=_window_mask(t, history, context))
+
+
+@functools.lru_cache(maxsize=64)
+def _window_mask(t: int, history: int, context: int) -> torch.Tensor:
     # query i (absolute position p + i) reads key j (absolute p - history + j) when
     # 0 <= distance < context
     distance = torch.arange(t).view(-1, 1) + history - torch.arange(history + t).view(1, -1)
-    allowed = (distance >= 0) & (distance < context)
-    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed)
-    cache.k, cache.v = keys[:, :, -(context - 1) :], values[:, :, -(context - 1) :]
-    cache.position += t
-    return out
+    return (distance >= 0) & (distance < context)
 
 
 def attend_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, context: int | None) -> torch.Tensor:
@@ -252,7 +278,7 @@ class Transformer(nn.Module):
 
     def new_window_caches(self, batch: int = 1) -> list[WindowCache]:
         empty = torch.zeros(batch, self.num_kv_heads, 0, self.head_dim)
-        return [WindowCache(empty, empty) for _ in self.layers]
+        return [WindowCache(empty, empty.clone()) for _ in self.layers]
 
     def new_prefix_caches(self, prefix: list[tuple[torch.Tensor, torch.Tensor]], capacity: int) -> list[PrefixCache]:
         """Per-layer caches reading `prefix` (k, v per layer) in place, with room for `capacity`."""

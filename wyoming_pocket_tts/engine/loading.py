@@ -19,7 +19,7 @@ from .errors import ModelLoadError
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
 from .network import PocketNetwork, load_weights, random_weights
-from .quantize import quantize_flow_lm
+from .quantize import quantize_transformer
 from .tokenizer import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -64,8 +64,9 @@ def load_model(
             languages = (language,) if language else ()
         model = build_model(raw, name=name, hub=hub, base_dir=base_dir, voices=voices, languages=languages)
     if quantize:
-        count = quantize_flow_lm(model.network.flow_lm)
-        logger.info("int8: quantized %d FlowLM linears", count)
+        count = quantize_transformer(model.network.flow_lm.transformer)
+        count += quantize_transformer(model.network.mimi.decoder_transformer.transformer)
+        logger.info("int8: quantized %d transformer linears", count)
     logger.info("model %s ready in %.1f s (id %s)", model.name, time.monotonic() - started, model.model_id)
     return model
 
@@ -93,11 +94,15 @@ def build_model(
     config = parse_config(raw)
     lookup = config.flow_lm.lookup_table
     tokenizer = load_tokenizer(resolve(lookup.tokenizer_path, hub, base_dir), lookup.tokenizer, lookup.n_bins)
-    network = PocketNetwork(config)
     if random_seed is not None:
+        network = PocketNetwork(config)
         random_weights(network, random_seed)
         weights_id, can_clone = f"random-{random_seed}", True
     else:
+        # Built without memory (meta device); the loaded tensors become the parameters, so
+        # the weights are held once, not initialised and then overwritten.
+        with torch.device("meta"):
+            network = PocketNetwork(config)
         weights_id, can_clone = _load_released_weights(network, config, hub, base_dir)
     model_id = model_id or _model_id(name, raw, weights_id)
     info = ModelInfo(name, model_id, languages, tuple(voices or {}), can_clone)

@@ -25,7 +25,8 @@ class PocketNetwork(nn.Module):
 
 
 def load_weights(network: PocketNetwork, path: Path) -> bool:
-    """Load a released safetensors file into `network`; True when it can clone voices."""
+    """Load a released safetensors file into `network` (which may be on the meta device:
+    the file's tensors become its parameters); True when it can clone voices."""
     from safetensors.torch import load_file
 
     try:
@@ -48,7 +49,9 @@ def load_weights(network: PocketNetwork, path: Path) -> bool:
                 f"weights file {path}: {key} has shape {tuple(tensor.shape)}, "
                 f"the config needs {tuple(expected[key].shape)}"
             )
-    network.load_state_dict(weights, strict=False)
+    for key in missing:  # the encoder of a release without cloning: present, never used
+        weights[key] = torch.zeros(expected[key].shape, dtype=expected[key].dtype)
+    network.load_state_dict(weights, strict=True, assign=True)
     return not missing
 
 

@@ -5,9 +5,10 @@ quantized engine's dynamic kernel (FBGEMM on x86, QNNPACK on ARM), which quantiz
 activations per call. On this kind of CPU it beats both float32 and the int8
 weight-only kernel (`_weight_int8pack_mm`) several times over for batch-1 products.
 
-Applied to the transformer's attention (in_proj, out_proj) and feed-forward (linear1,
-linear2) layers: ~95% of the weights read per frame. The sampler head, the embeddings
-and the Mimi codec stay float32.
+Applied to the attention (in_proj, out_proj) and feed-forward (linear1, linear2) layers
+of the FlowLM transformer (~95% of the weights read per frame) and of the Mimi decoder's
+transformer (a third of the decoder's time). The sampler head, the embeddings, the
+convolutions and the encoder stay float32.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import warnings
 import torch
 from torch import nn
 
-from .flow_lm import FlowLM
+from .layers import Transformer
 
 
 def _select_engine() -> None:
@@ -45,11 +46,11 @@ class Int8Linear(nn.Module):
         return torch.ops.quantized.linear_dynamic(x, self.packed, True)
 
 
-def quantize_flow_lm(flow_lm: FlowLM) -> int:
-    """Swap the transformer's linears for int8 ones in place; returns how many."""
+def quantize_transformer(transformer: Transformer) -> int:
+    """Swap a transformer's linears for int8 ones in place; returns how many."""
     _select_engine()
     count = 0
-    for layer in flow_lm.transformer.layers:
+    for layer in transformer.layers:
         for owner, attr in ((layer.self_attn, "in_proj"), (layer.self_attn, "out_proj"), (layer, "linear1"), (layer, "linear2")):
             setattr(owner, attr, Int8Linear(getattr(owner, attr)))
             count += 1
