@@ -18,7 +18,6 @@ SILENCE_PEAK = 1e-4
 def read_recording(path: Path, sample_rate: int) -> torch.Tensor:
     """A recording as float32 [1, samples] at `sample_rate`, mono, at most 30 s."""
     import soundfile
-    import soxr
 
     if not path.is_file():
         raise VoiceError(f"recording not found: {path}")
@@ -36,6 +35,8 @@ def read_recording(path: Path, sample_rate: int) -> torch.Tensor:
         raise VoiceError(f"recording {path} is silent or unreadable: no voice to clone")
     mono = mono[: int(MAX_PROMPT_SECONDS * rate)]
     if rate != sample_rate:
+        import soxr
+
         mono = soxr.resample(mono, rate, sample_rate).astype(np.float32)
     return torch.from_numpy(np.ascontiguousarray(mono)).unsqueeze(0)
 
