@@ -27,12 +27,14 @@ from wyoming.event import async_get_stdin
 from wyoming.server import AsyncServer
 
 from .handler import PocketTtsEventHandler
+from .info import VoiceEntry, voice_entry
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, TtsService
 from .zeroconf import Announcement, announce
 
 if TYPE_CHECKING:
     from ..engine import VoiceState
+    from ..voices import VoiceLibraryConfig
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -76,10 +78,37 @@ def model_cache_dir(data_dir: Path) -> Path | None:
     return data_dir / "huggingface"
 
 
+def voice_library_config(config: ServerConfig) -> VoiceLibraryConfig:
+    from ..voices import VoiceLibraryConfig
+
+    return VoiceLibraryConfig(
+        default_voice=config.voice,
+        voices_file=config.voices_file,
+        voices_dir=config.voices_dir,
+        include_predefined=config.include_predefined,
+        data_dir=config.data_dir,
+        cache_size=config.voice_cache_size,
+        cache_mb=config.voice_cache_mb,
+        disk_cache_mb=config.disk_cache_mb,
+    )
+
+
+def preview_voice_entries(config: ServerConfig) -> list[VoiceEntry]:
+    """The voices of a catalog model, listed without loading it (runs in the loader thread)."""
+    from ..engine.catalog import catalog
+    from ..voices import preview_voices
+
+    entry = catalog().get(config.model)
+    if entry is None:
+        return []  # a custom config: its voices are known once it is loaded
+    infos = preview_voices(voice_library_config(config), entry.name, entry.voices, [entry.language])
+    return [voice_entry(info) for info in infos]
+
+
 def load_backend(config: ServerConfig) -> Backend:
     """Load the model and build the voice library (runs in the loader thread)."""
     from ..engine import GenerationOptions, load_model
-    from ..voices import VoiceLibrary, VoiceLibraryConfig
+    from ..voices import VoiceLibrary
 
     model = load_model(
         config.model,
@@ -94,19 +123,7 @@ def load_backend(config: ServerConfig) -> Backend:
         "eos_threshold": config.eos_threshold,
     }
     options = GenerationOptions(**{k: v for k, v in overrides.items() if v is not None})
-    voices = VoiceLibrary(
-        model,
-        VoiceLibraryConfig(
-            default_voice=config.voice,
-            voices_file=config.voices_file,
-            voices_dir=config.voices_dir,
-            include_predefined=config.include_predefined,
-            data_dir=config.data_dir,
-            cache_size=config.voice_cache_size,
-            cache_mb=config.voice_cache_mb,
-            disk_cache_mb=config.disk_cache_mb,
-        ),
-    )
+    voices = VoiceLibrary(model, voice_library_config(config))
     names = [voice.name for voice in voices.voices]
     _LOGGER.info("%d voice(s), default %s: %s", len(names), voices.default_name, ", ".join(names))
     voices.start_preencoding()
@@ -176,6 +193,7 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     service = TtsService(
         model_name=config.model,
         loader=loader or partial(load_backend, config),
+        previewer=None if loader else partial(preview_voice_entries, config),
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,
         voice_executor=voice_executor,

@@ -62,6 +62,10 @@ class TtsService:
     # synthesis after start pays one-off costs that should not fall on a user's request,
     # and it gives the scheduler its first measure of the engine's speed.
     warmup: Warmup | None = None
+    # Lists the voices before the model is loaded (run first in the loader thread), so
+    # that a Home Assistant connecting during a long first download still sees them.
+    previewer: Callable[[], Sequence[VoiceEntry]] | None = None
+    _preview: tuple[VoiceEntry, ...] = field(default=(), init=False)
     _ready: asyncio.Future[Backend] | None = field(default=None, init=False)
     _backend: Backend | None = field(default=None, init=False)
     _loader_thread: threading.Thread | None = field(default=None, init=False)
@@ -95,6 +99,11 @@ class TtsService:
 
         def load() -> None:
             started = time.monotonic()
+            if self.previewer is not None:
+                try:
+                    self._preview = tuple(self.previewer())
+                except Exception:  # noqa: BLE001 -- the real loading reports the problem
+                    _LOGGER.debug("Voice preview failed", exc_info=True)
             try:
                 backend = self.loader()
             except BaseException as err:  # noqa: BLE001 - reported to the user as one line
@@ -158,7 +167,7 @@ class TtsService:
     def info(self) -> Info:
         backend = self._backend
         if backend is None:
-            return build_info(self.model_name, (), loading=True)
+            return build_info(self.model_name, self._preview, loading=True)
         return build_info(self.model_name, self.voice_entries(backend))
 
     @staticmethod

@@ -19,10 +19,11 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from wyoming_pocket_tts.engine import VoiceError
 from wyoming_pocket_tts.engine.voice import FORMAT as ENGINE_VOICE_FORMAT
@@ -33,8 +34,6 @@ from .disk_cache import CacheKey, DiskCache
 from .lru import BoundedLRU
 from .recording import check_recording, file_sha256
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -333,20 +332,32 @@ class VoiceLibrary:
                 self._obtain(spec, evict=False)
 
     def _info(self, spec: VoiceSpec) -> VoiceInfo:
-        if spec.kind == "predefined":
-            description = spec.description or spec.name.replace("_", " ").title()
-            attribution_name, attribution_url = _PREDEFINED_ATTRIBUTION
-        else:
-            description = spec.description or spec.name
-            attribution_name = attribution_url = None
-        return VoiceInfo(
-            name=spec.name,
-            description=description,
-            languages=list(self._model.languages),
-            kind=spec.kind,
-            attribution_name=attribution_name,
-            attribution_url=attribution_url,
-        )
+        return voice_info(spec, self._model.languages)
+
+
+def voice_info(spec: VoiceSpec, languages: Sequence[str]) -> VoiceInfo:
+    """How a voice is presented to clients."""
+    if spec.kind == "predefined":
+        description = spec.description or spec.name.replace("_", " ").title()
+        attribution_name, attribution_url = _PREDEFINED_ATTRIBUTION
+    else:
+        description = spec.description or spec.name
+        attribution_name = attribution_url = None
+    return VoiceInfo(
+        name=spec.name,
+        description=description,
+        languages=list(languages),
+        kind=spec.kind,
+        attribution_name=attribution_name,
+        attribution_url=attribution_url,
+    )
+
+
+def preview_voices(config: VoiceLibraryConfig, model_name: str, predefined: tuple[str, ...],
+                   languages: Sequence[str]) -> list[VoiceInfo]:
+    """The voices a library will offer, known before the model is loaded (or downloaded):
+    lets `describe` list them while the weights are still on their way."""
+    return [voice_info(spec, languages) for spec in build_catalog(config, predefined, model_name).voices]
 
 
 def _signature(spec: VoiceSpec) -> Signature:
