@@ -220,13 +220,16 @@ class SpeechSession:
             yield from self._decode(self._latents(plan, threading.Event()))
             return
         # The FlowLM runs in a thread of its own, a frame ahead of the decoder (in the
-        # caller's thread): on two cores the two halves overlap.
+        # caller's thread): on two cores the two halves overlap. Except for the first
+        # frame: the FlowLM waits until it is decoded, so that each half in turn has every
+        # core and the first audio comes as early as possible.
         handoff: queue.Queue[torch.Tensor | BaseException | None] = queue.Queue()
-        stop = threading.Event()
-        producer = threading.Thread(target=self._produce, args=(plan, handoff, stop), name="flow-lm", daemon=True)
+        stop, first_decoded = threading.Event(), threading.Event()
+        producer = threading.Thread(target=self._produce, args=(plan, handoff, stop, first_decoded), name="flow-lm",
+                                    daemon=True)
         producer.start()
         try:
-            yield from self._decode(_drain(handoff))
+            yield from self._decode(_drain(handoff), first_decoded)
         finally:
             stop.set()
             producer.join()
@@ -237,10 +240,14 @@ class SpeechSession:
         max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * self.model.network.mimi.frame_rate)
         return ChunkPlan(ids, max_frames, self._frames_after_eos(prepared.frames_after_eos))
 
-    def _produce(self, plan: ChunkPlan, handoff: queue.Queue, stop: threading.Event) -> None:
+    def _produce(self, plan: ChunkPlan, handoff: queue.Queue, stop: threading.Event,
+                 first_decoded: threading.Event) -> None:
         try:
-            for latent in self._latents(plan, stop):
+            for frame, latent in enumerate(self._latents(plan, stop)):
                 handoff.put(latent)
+                while frame == 0 and not first_decoded.wait(0.05):
+                    if stop.is_set() or self.cancel.is_set():
+                        break
         except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which re-raises
             handoff.put(err)
         handoff.put(None)
@@ -273,13 +280,13 @@ class SpeechSession:
             previous = step.latent
         logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
 
-    def _decode(self, latents: Iterator[torch.Tensor]) -> Iterator[np.ndarray]:
+    def _decode(self, latents: Iterator[torch.Tensor], first_decoded: threading.Event | None = None) -> Iterator[np.ndarray]:
         # One latent per decoder call, even when several wait: batching would make the
         # rounding, and so a seeded request's audio, depend on timing.
         model = self.model
         flow_lm, mimi = model.network.flow_lm, model.network.mimi
         if model.pipelined:
-            torch.set_num_threads(1)  # this thread's share: the FlowLM thread has the other core
+            torch.set_num_threads(model.threads)  # the first frame has every core
         for latent in latents:
             if self.cancel.is_set():
                 continue  # the latents stop within a frame
@@ -290,6 +297,9 @@ class SpeechSession:
                     # A fresh decoder starts with a small step: fade it in so it is not a click.
                     fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
                     audio[: fade.numel()] *= fade
+            if first_decoded is not None and not first_decoded.is_set():
+                torch.set_num_threads(1)  # from now on the FlowLM thread has the other core
+                first_decoded.set()
             yield audio.numpy().copy()
 
 
