@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import queue
+import secrets
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -154,7 +155,7 @@ class TTSModel:
                    cancel: threading.Event | None = None) -> Iterator[np.ndarray]:
         """Frames for `text`, each chunk from a fresh decoder, exactly as upstream does."""
         session = self.session(voice, options, cancel)
-        chunks = self.chunk_text(text)
+        chunks = self.chunk_text(text, options.max_tokens_per_chunk)
         return session.speak_chunks(chunks, fresh_decoder_per_chunk=True)
 
     def chunk_text(self, text: str, max_tokens: int | None = None) -> list[str]:
@@ -170,7 +171,8 @@ class SpeechSession:
     """One response: a voice, sampling settings, a noise generator and an audio decoder.
 
     Successive `speak` calls continue the same decoder, so sentences fed one by one join
-    without a click or a gap. Not thread-safe: one session per thread.
+    without a click or a gap. Not thread-safe: its calls may come from different threads,
+    but one at a time.
     """
 
     def __init__(self, model: TTSModel, voice: VoiceState, options: GenerationOptions, cancel: threading.Event) -> None:
@@ -181,7 +183,9 @@ class SpeechSession:
         self.temperature = config.default_temperature if options.temperature is None else options.temperature
         self.eos_threshold = config.default_eos_threshold if options.eos_threshold is None else options.eos_threshold
         self.options = options
-        seed = options.seed if options.seed is not None else int(torch.seed() % 2**63)
+        # Without a seed, a fresh one: never from torch's global generator, which other
+        # requests (and libraries) share.
+        seed = options.seed if options.seed is not None else secrets.randbits(63)
         self.generator = torch.Generator().manual_seed(seed)
         self.decoder = model.network.mimi.new_decoder_state()
 
