@@ -50,8 +50,9 @@ class StreamingConvTranspose1d(nn.Module):
 
     Every decoder layer has a kernel of twice its stride: each input step writes two
     blocks of `stride` samples, the first overlapping the previous step's second. That is
-    computed as one matrix product and an overlap-add, several times faster on CPU than
-    PyTorch's transposed convolution for the few steps of a streamed frame.
+    computed as one matrix product (a broadcast multiply when depthwise) and an
+    overlap-add, several times faster on CPU than PyTorch's transposed convolution for the
+    few steps of a streamed frame (its grouped version even takes a slow path).
     """
 
     def __init__(self, in_ch: int, out_ch: int, kernel: int, stride: int, groups: int = 1, bias: bool = True) -> None:
@@ -62,22 +63,33 @@ class StreamingConvTranspose1d(nn.Module):
         self._blocks_weight: torch.Tensor | None = None  # derived from the weight, not saved
 
     def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
-        if self.overlap != self.stride or self.convtr.groups != 1:
+        blocks = self._blocks(x)  # [B, out, 2, stride, T]: each step's two halves
+        if blocks is None:
             return self._forward_generic(x, memory)
-        weight = self._blocks_weight
-        if weight is None:  # [out * kernel, in]: rows (channel, tap); weights are frozen
-            w = self.convtr.weight
-            weight = self._blocks_weight = w.permute(1, 2, 0).reshape(-1, w.shape[0]).contiguous()
-        b, _, steps = x.shape
-        blocks = (weight @ x).view(b, -1, 2, self.stride, steps)  # [B, out, half, stride, T]
+        b, channels, _, _, steps = blocks.shape
         first, second = blocks[:, :, 0], blocks[:, :, 1]
         pending = memory.get(self)
         if pending is None:
-            pending = x.new_zeros(b, first.shape[1], self.stride, 1)
+            pending = x.new_zeros(b, channels, self.stride, 1)
         carried = torch.cat([pending, second], dim=-1)  # each step receives the previous one's
         memory[self] = carried[..., -1:]
-        y = (first + carried[..., :-1]).transpose(-1, -2).reshape(b, first.shape[1], steps * self.stride)
+        y = (first + carried[..., :-1]).transpose(-1, -2).reshape(b, channels, steps * self.stride)
         return y if self.convtr.bias is None else y + self.convtr.bias[:, None]
+
+    def _blocks(self, x: torch.Tensor) -> torch.Tensor | None:
+        conv = self.convtr
+        if self.overlap != self.stride:
+            return None
+        b, _, steps = x.shape
+        if conv.groups == conv.in_channels == conv.out_channels:  # depthwise
+            taps = conv.weight[:, 0].view(-1, 2, self.stride, 1)
+            return x[:, :, None, None, :] * taps
+        if conv.groups != 1:
+            return None
+        weight = self._blocks_weight
+        if weight is None:  # [out * kernel, in]: rows (channel, tap); weights are frozen
+            weight = self._blocks_weight = conv.weight.permute(1, 2, 0).reshape(-1, conv.in_channels).contiguous()
+        return (weight @ x).view(b, -1, 2, self.stride, steps)
 
     def _forward_generic(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
         y = self.convtr(x)
@@ -196,31 +208,14 @@ class Downsample(nn.Module):
 
 
 class Upsample(nn.Module):
-    """Depthwise transposed convolution from the frame rate to the encoder rate.
-
-    With one filter per channel and a kernel of twice the stride, each input step writes
-    two blocks of `stride` samples: the first adds to the previous step's second block.
-    Done as one broadcast multiply and an overlap-add, because PyTorch's grouped
-    transposed convolution takes a slow path on CPU (a tenth of the decoder's time).
-    """
+    """Depthwise transposed convolution from the frame rate to the encoder rate."""
 
     def __init__(self, stride: int, dimension: int, in_dimension: int) -> None:
         super().__init__()
-        self.stride = stride
         self.convtr = StreamingConvTranspose1d(in_dimension, dimension, 2 * stride, stride, groups=dimension, bias=False)
 
     def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
-        weight = self.convtr.convtr.weight[:, 0]  # [channels, 2 * stride]
-        if x.shape[1] != weight.shape[0]:
-            return self.convtr(x, memory)  # not depthwise: the general path
-        blocks = x[..., None] * weight[:, None, :]  # [B, C, T, 2 * stride]
-        first, second = blocks[..., : self.stride], blocks[..., self.stride :]
-        pending = memory.get(self.convtr)
-        if pending is None:
-            pending = x.new_zeros(x.shape[0], x.shape[1], 1, self.stride)
-        carried = torch.cat([pending, second], dim=2)  # what each step receives from the one before
-        memory[self.convtr] = carried[:, :, -1:]
-        return (first + carried[:, :, :-1]).flatten(2)
+        return self.convtr(x, memory)
 
 
 @dataclass
