@@ -16,7 +16,7 @@ from safetensors.torch import save_file
 
 from wyoming_pocket_tts.engine.catalog import catalog
 from wyoming_pocket_tts.engine.config import parse_config
-from wyoming_pocket_tts.engine.demo import make_sentencepiece_model, make_tokenizer_json
+from wyoming_pocket_tts.engine.demo import demo_voice_audio, make_sentencepiece_model, make_tokenizer_json
 from wyoming_pocket_tts.engine.network import PocketNetwork, random_weights
 
 SENTENCEPIECE_VOCAB = 256
@@ -70,14 +70,10 @@ def _merge(target: dict[str, Any], changes: dict[str, Any]) -> None:
 
 def write_voice_recording(path: Path, seconds: float = 3.0, rate: int = 24000, channels: int = 1,
                           seed: int = 0) -> Path:
-    """A speech-like recording: a gliding harmonic tone, syllable-rate bursts and noise."""
+    """The demo model's speech-like signal (see `demo_voice_audio`), plus a little noise."""
     rng = np.random.default_rng(seed)
-    t = np.arange(int(seconds * rate)) / rate
-    pitch = 140 + 30 * np.sin(2 * np.pi * 0.7 * t)
-    phase = 2 * np.pi * np.cumsum(pitch) / rate
-    voiced = sum(np.sin(k * phase) / k for k in range(1, 8))
-    envelope = np.clip(np.sin(2 * np.pi * 4 * t), 0, None) ** 0.5
-    signal = 0.2 * voiced * envelope + 0.01 * rng.standard_normal(t.size)
+    signal = demo_voice_audio(rate, seconds)[0].numpy().astype(np.float64)
+    signal = signal + 0.01 * rng.standard_normal(signal.size)
     signal = np.repeat(signal[:, None], channels, axis=1)
     path.parent.mkdir(parents=True, exist_ok=True)
     soundfile.write(str(path), signal.astype(np.float32), rate, subtype="PCM_16")

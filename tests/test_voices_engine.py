@@ -7,21 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import soundfile
 import torch
 
+from engine_fixtures import write_voice_recording
 from wyoming_pocket_tts.engine import TTSModel, VoiceState, build_demo_model, load_model
 from wyoming_pocket_tts.voices import VoiceLibrary, VoiceLibraryConfig
-
-
-def write_voice_like(path: Path, seconds: float = 2.0, rate: int = 24000) -> Path:
-    """A harmonic tone with a syllable-rate amplitude modulation: speech-like enough to encode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    t = np.arange(int(seconds * rate)) / rate
-    tone = sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 6))
-    envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * t)
-    soundfile.write(str(path), (0.2 * tone * envelope).astype(np.float32), rate)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +40,7 @@ def same_state(a: VoiceState, b: VoiceState) -> bool:
 
 
 def test_demo_model_end_to_end(demo: TTSModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_voice_like(tmp_path / "voices" / "tone.wav")
+    write_voice_recording(tmp_path / "voices" / "tone.wav")
     config = VoiceLibraryConfig(data_dir=tmp_path / "data", voices_dir=tmp_path / "voices", default_voice="tone")
     counter = Counting(demo, monkeypatch)
 
@@ -80,7 +70,7 @@ def test_demo_model_state_file_and_foreign_state(
     demo: TTSModel, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     voices = tmp_path / "voices"
-    state = demo.voice_from_recording(write_voice_like(tmp_path / "src.wav", seconds=1.0))
+    state = demo.voice_from_recording(write_voice_recording(tmp_path / "src.wav", seconds=1.0))
     demo.save_voice(state, voices / "exported.safetensors")
     other = build_demo_model(seed=1)
     assert other.model_id != demo.model_id

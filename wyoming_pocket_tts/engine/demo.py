@@ -69,12 +69,13 @@ def demo_voice_audio(sample_rate: int, seconds: float = 2.0) -> "torch.Tensor":
 
     import torch
 
-    t = torch.arange(int(seconds * sample_rate)) / sample_rate
+    # float64: the phase of a long recording accumulates over hundreds of thousands of steps
+    t = torch.arange(int(seconds * sample_rate), dtype=torch.float64) / sample_rate
     pitch = 140 + 30 * torch.sin(2 * math.pi * 0.7 * t)
     phase = 2 * math.pi * torch.cumsum(pitch, 0) / sample_rate
     voiced = sum(torch.sin(k * phase) / k for k in range(1, 8))
     envelope = torch.sin(2 * math.pi * 4 * t).clamp(min=0).sqrt()
-    return (0.2 * voiced * envelope).unsqueeze(0)
+    return (0.2 * voiced * envelope).float().unsqueeze(0)
 
 
 def demo_config(tokenizer_path: str, vocab_size: int) -> dict[str, Any]:

@@ -51,9 +51,8 @@ class ModelInfo:
 
 class TTSModel:
     def __init__(self, network: PocketNetwork, tokenizer: Tokenizer, config: ModelConfig, info: ModelInfo,
-                 voice_state_paths: dict[str, str], hub: HubAccess, pipelined: bool = True) -> None:
-        # Run the FlowLM and the decoder of a request in two threads (one core each).
-        self.pipelined = pipelined
+                 voice_state_paths: dict[str, str], hub: HubAccess) -> None:
+        # Cores a request may use while only one of its two threads (FlowLM, decoder) works.
         self.threads = max(1, torch.get_num_threads())
         self.network = network.eval().requires_grad_(False)
         self.tokenizer = tokenizer
@@ -220,9 +219,6 @@ class SpeechSession:
 
     def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
         plan = self._plan(chunk)
-        if not self.model.pipelined:
-            yield from self._decode(self._latents(plan, threading.Event()))
-            return
         # The FlowLM runs in a thread of its own, a frame ahead of the decoder (in the
         # caller's thread): on two cores the two halves overlap. Except for the first
         # frame: the FlowLM waits until it is decoded, so that each half in turn has every
@@ -261,9 +257,7 @@ class SpeechSession:
         flow_lm = self.model.network.flow_lm
         # Until the first latent exists the decoder has nothing to do: the prompt and the
         # first step may use every core; after that, one each for the FlowLM and decoder.
-        startup_threads = self.model.threads if self.model.pipelined else torch.get_num_threads()
-        steady_threads = 1 if self.model.pipelined else startup_threads
-        torch.set_num_threads(startup_threads)
+        torch.set_num_threads(self.model.threads)
         with torch.inference_mode():
             caches = flow_lm.transformer.new_prefix_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
             flow_lm.prefill(flow_lm.embed_text(torch.tensor([plan.ids])), caches)
@@ -275,7 +269,7 @@ class SpeechSession:
             with torch.inference_mode():
                 step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps)
             if frame == 0:
-                torch.set_num_threads(steady_threads)
+                torch.set_num_threads(1)
             if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
                 eos_frame = frame
             if eos_frame is not None and frame >= eos_frame + plan.frames_after_eos:
@@ -284,13 +278,12 @@ class SpeechSession:
             previous = step.latent
         logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
 
-    def _decode(self, latents: Iterator[torch.Tensor], first_decoded: threading.Event | None = None) -> Iterator[np.ndarray]:
+    def _decode(self, latents: Iterator[torch.Tensor], first_decoded: threading.Event) -> Iterator[np.ndarray]:
         # One latent per decoder call, even when several wait: batching would make the
         # rounding, and so a seeded request's audio, depend on timing.
         model = self.model
         flow_lm, mimi = model.network.flow_lm, model.network.mimi
-        if model.pipelined:
-            torch.set_num_threads(model.threads)  # the first frame has every core
+        torch.set_num_threads(model.threads)  # the first frame has every core
         for latent in latents:
             if self.cancel.is_set():
                 continue  # the latents stop within a frame
@@ -301,7 +294,7 @@ class SpeechSession:
                     # A fresh decoder starts with a small step: fade it in so it is not a click.
                     fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
                     audio[: fade.numel()] *= fade
-            if first_decoded is not None and not first_decoded.is_set():
+            if not first_decoded.is_set():
                 torch.set_num_threads(1)  # from now on the FlowLM thread has the other core
                 first_decoded.set()
             yield audio.numpy().copy()
