@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -252,27 +253,21 @@ class Transformer(nn.Module):
         self.rotary = RotaryTable(first.head_dim, max_period)
 
     def forward_prefix(self, x: torch.Tensor, caches: list[PrefixCache]) -> torch.Tensor:
-        position = caches[0].position
-        for layer, cache in zip(self.layers, caches):
-            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, position)
-            x = x + layer.layer_scale_1(layer.self_attn.output(attend_with_prefix(q, k, v, cache)))
-            x = layer.feed_forward(x)
-        return x
+        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_with_prefix(q, k, v, caches[i]))
 
     def forward_window(self, x: torch.Tensor, caches: list[WindowCache]) -> torch.Tensor:
-        assert self.context is not None
-        position = caches[0].position
-        for layer, cache in zip(self.layers, caches):
-            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, position)
-            attended = attend_window(q, k, v, cache, self.context)
-            x = x + layer.layer_scale_1(layer.self_attn.output(attended))
-            x = layer.feed_forward(x)
-        return x
+        context = self.context
+        assert context is not None
+        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_window(q, k, v, caches[i], context))
 
     def forward_full(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, 0)
-            x = x + layer.layer_scale_1(layer.self_attn.output(attend_causal(q, k, v, self.context)))
+        return self._layers(x, 0, lambda i, q, k, v: attend_causal(q, k, v, self.context))
+
+    def _layers(self, x: torch.Tensor, position: int, attend: Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """Run every layer; `attend(layer index, q, k, v)` is the mode's attention."""
+        for index, layer in enumerate(self.layers):
+            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, position)
+            x = x + layer.layer_scale_1(layer.self_attn.output(attend(index, q, k, v)))
             x = layer.feed_forward(x)
         return x
 
