@@ -17,12 +17,17 @@ from torch import nn
 from .config import MimiConfig, MimiTransformerConfig, SEANetConfig
 from .layers import Transformer, WindowCache
 
-# Per-module streaming memory: a conv's last input samples, a transposed conv's overlap.
+# Per-module streaming memory: a conv's last input steps, a transposed conv's overlap.
 ConvMemory = dict[nn.Module, torch.Tensor]
 
 
 class StreamingConv1d(nn.Module):
-    """Causal Conv1d: the first call is left-padded with zeros (or its first sample)."""
+    """Causal Conv1d: the first call is left-padded with zeros (or its first sample).
+
+    `forward` takes a whole signal channels-first [B, C, T] (the encoder's one pass over a
+    recording); `stream` takes the decoder's time-major steps [B, T, C] and keeps the last
+    input steps in `memory` for the next call.
+    """
 
     def __init__(self, in_ch: int, out_ch: int, kernel: int, stride: int = 1, dilation: int = 1,
                  groups: int = 1, bias: bool = True, pad_mode: str = "constant") -> None:
@@ -30,23 +35,49 @@ class StreamingConv1d(nn.Module):
         self.conv = nn.Conv1d(in_ch, out_ch, kernel, stride, dilation=dilation, groups=groups, bias=bias)
         self.pad_mode = pad_mode
         self.history = (kernel - 1) * dilation + 1 - stride
+        self._weight_matrix: torch.Tensor | None = None
 
-    def forward(self, x: torch.Tensor, memory: ConvMemory | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.history:
-            previous = None if memory is None else memory.get(self)
+            x = F.pad(x, (self.history, 0), mode="replicate" if self.pad_mode == "replicate" else "constant")
+        return self.conv(x)
+
+    def stream(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
+        if self.history:
+            previous = memory.get(self)
             if previous is None:
                 if self.pad_mode == "replicate":
-                    previous = x[..., :1].expand(-1, -1, self.history)
+                    previous = x[:, :1].expand(-1, self.history, -1)
                 else:
-                    previous = x.new_zeros(x.shape[0], x.shape[1], self.history)
-            x = torch.cat([previous, x], dim=-1)
-            if memory is not None:
-                memory[self] = x[..., -self.history :]
-        return self.conv(x)
+                    previous = x.new_zeros(x.shape[0], self.history, x.shape[2])
+            x = torch.cat([previous, x], dim=1)
+            memory[self] = x[:, -self.history :]
+        conv = self.conv
+        if conv.groups != 1:
+            return conv(x.transpose(1, 2)).transpose(1, 2)
+        # A convolution is one matrix product over the input's windows: in time-major
+        # layout the window of step t is k consecutive rows, flattened tap by tap.
+        kernel, dilation, stride = conv.kernel_size[0], conv.dilation[0], conv.stride[0]
+        if kernel == 1:
+            windows = x[:, ::stride]
+        else:
+            windows = x.unfold(1, (kernel - 1) * dilation + 1, stride)[..., ::dilation].transpose(2, 3)
+            # [B, T, k * in]; a view whose rows overlap, which no matrix product takes
+            windows = windows.reshape(*windows.shape[:2], -1).contiguous()
+        return F.linear(windows, self._matrix(), conv.bias)
+
+    def _matrix(self) -> torch.Tensor:
+        """The weight as [out, k * in], tap-major like the windows (derived once: frozen)."""
+        matrix = self._weight_matrix
+        if matrix is None:
+            weight = self.conv.weight
+            matrix = self._weight_matrix = weight.permute(0, 2, 1).reshape(weight.shape[0], -1).contiguous()
+        return matrix
 
 
 class StreamingConvTranspose1d(nn.Module):
-    """Transposed Conv1d that carries its overlapping tail over to the next call.
+    """Transposed Conv1d over time-major steps [B, T, C], carrying its overlapping tail
+    over to the next call.
 
     Every decoder layer has a kernel of twice its stride: each input step writes two
     blocks of `stride` samples, the first overlapping the previous step's second. That is
@@ -60,48 +91,49 @@ class StreamingConvTranspose1d(nn.Module):
         self.convtr = nn.ConvTranspose1d(in_ch, out_ch, kernel, stride, groups=groups, bias=bias)
         self.stride = stride
         self.overlap = kernel - stride
-        self._blocks_weight: torch.Tensor | None = None  # derived from the weight, not saved
 
     def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
-        blocks = self._blocks(x)  # [B, out, 2, stride, T]: each step's two halves
+        blocks = self._blocks(x)  # [B, T, out, 2, stride]: each step's two halves
         if blocks is None:
             return self._forward_generic(x, memory)
-        b, channels, _, _, steps = blocks.shape
-        first, second = blocks[:, :, 0], blocks[:, :, 1]
+        b, steps, channels = blocks.shape[:3]
+        first, second = blocks[..., 0, :], blocks[..., 1, :]
         pending = memory.get(self)
+        # Each step's first half receives the previous step's second half.
+        y = torch.empty(b, steps, self.stride, channels)
+        y_blocks = y.transpose(2, 3)  # [B, T, out, stride], a view of y
+        torch.add(first[:, 1:], second[:, :-1], out=y_blocks[:, 1:])
         if pending is None:
-            pending = x.new_zeros(b, channels, self.stride, 1)
-        carried = torch.cat([pending, second], dim=-1)  # each step receives the previous one's
-        memory[self] = carried[..., -1:]
-        y = (first + carried[..., :-1]).transpose(-1, -2).reshape(b, channels, steps * self.stride)
-        return y if self.convtr.bias is None else y + self.convtr.bias[:, None]
+            y_blocks[:, 0] = first[:, 0]
+        else:
+            torch.add(first[:, 0], pending, out=y_blocks[:, 0])
+        memory[self] = second[:, -1]
+        y = y.view(b, steps * self.stride, channels)
+        return y if self.convtr.bias is None else y + self.convtr.bias
 
     def _blocks(self, x: torch.Tensor) -> torch.Tensor | None:
         conv = self.convtr
         if self.overlap != self.stride:
             return None
-        b, _, steps = x.shape
+        b, steps, _ = x.shape
         if conv.groups == conv.in_channels == conv.out_channels:  # depthwise
-            taps = conv.weight[:, 0].view(-1, 2, self.stride, 1)
-            return x[:, :, None, None, :] * taps
+            return x[..., None, None] * conv.weight[:, 0].view(-1, 2, self.stride)
         if conv.groups != 1:
             return None
-        weight = self._blocks_weight
-        if weight is None:  # [out * kernel, in]: rows (channel, tap); weights are frozen
-            weight = self._blocks_weight = conv.weight.permute(1, 2, 0).reshape(-1, conv.in_channels).contiguous()
-        return (weight @ x).view(b, -1, 2, self.stride, steps)
+        # weight [in, out, kernel] is the matrix [in, out * kernel]: columns (channel, tap)
+        return (x @ conv.weight.view(conv.in_channels, -1)).view(b, steps, -1, 2, self.stride)
 
     def _forward_generic(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
-        y = self.convtr(x)
-        if not self.overlap:
-            return y
-        pending = memory.get(self)
-        if pending is not None:
-            y[..., : self.overlap] += pending
-        tail = y[..., -self.overlap :]
-        # The bias is added once, by the call that completes these samples.
-        memory[self] = tail if self.convtr.bias is None else tail - self.convtr.bias[:, None]
-        return y[..., : -self.overlap]
+        y = self.convtr(x.transpose(1, 2))
+        if self.overlap:
+            pending = memory.get(self)
+            if pending is not None:
+                y[..., : self.overlap] += pending
+            tail = y[..., -self.overlap :]
+            # The bias is added once, by the call that completes these samples.
+            memory[self] = tail if self.convtr.bias is None else tail - self.convtr.bias[:, None]
+            y = y[..., : -self.overlap]
+        return y.transpose(1, 2)
 
 
 class ResnetBlock(nn.Module):
@@ -113,16 +145,27 @@ class ResnetBlock(nn.Module):
             nn.ELU(), StreamingConv1d(hidden, dim, 1, pad_mode=pad_mode),
         ])  # fmt: skip
 
-    def forward(self, x: torch.Tensor, memory: ConvMemory | None) -> torch.Tensor:
-        v = x
-        for layer in self.block:
-            v = layer(v, memory) if isinstance(layer, StreamingConv1d) else layer(v)
-        return x + v
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + _apply(self.block, x)
+
+    def stream(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
+        return x + _stream(self.block, x, memory)
 
 
-def _apply(layers: nn.ModuleList, x: torch.Tensor, memory: ConvMemory | None) -> torch.Tensor:
+def _apply(layers: nn.ModuleList, x: torch.Tensor) -> torch.Tensor:
     for layer in layers:
-        x = layer(x) if isinstance(layer, nn.ELU) else layer(x, memory)
+        x = layer(x)
+    return x
+
+
+def _stream(layers: nn.ModuleList, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
+    for layer in layers:
+        if isinstance(layer, nn.ELU):
+            x = F.elu(x)
+        elif isinstance(layer, StreamingConvTranspose1d):
+            x = layer(x, memory)
+        else:
+            x = layer.stream(x, memory)
     return x
 
 
@@ -142,7 +185,7 @@ class SEANetEncoder(nn.Module):
         self.model = nn.ModuleList(layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _apply(self.model, x, None)
+        return _apply(self.model, x)
 
 
 class SEANetDecoder(nn.Module):
@@ -160,11 +203,12 @@ class SEANetDecoder(nn.Module):
         self.model = nn.ModuleList(layers)
 
     def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
-        return _apply(self.model, x, memory)
+        """Time-major steps [B, T, C] -> audio [B, T * hop, channels]."""
+        return _stream(self.model, x, memory)
 
 
 class ProjectedTransformer(nn.Module):
-    """Transformer over [B, C, T] features, with linear projections in and out as needed."""
+    """Transformer over time-major features [B, T, C], with linear projections in and out as needed."""
 
     def __init__(self, cfg: MimiTransformerConfig) -> None:
         super().__init__()
@@ -180,11 +224,10 @@ class ProjectedTransformer(nn.Module):
         )
 
     def forward(self, x: torch.Tensor, caches: list[WindowCache] | None) -> torch.Tensor:
-        x = x.transpose(1, 2)
         if self.input_proj is not None:
             x = self.input_proj(x)
         x = self.transformer.forward_full(x) if caches is None else self.transformer.forward_window(x, caches)
-        return self.output_projs[0](x).transpose(1, 2)
+        return self.output_projs[0](x)
 
 
 class Quantizer(nn.Module):
@@ -194,8 +237,9 @@ class Quantizer(nn.Module):
         super().__init__()
         self.output_proj = nn.Conv1d(dimension, output_dimension, 1, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output_proj(x)
+    def forward(self, latents: torch.Tensor) -> torch.Tensor:
+        """Time-major [B, T, dimension] -> [B, T, output_dimension]."""
+        return F.linear(latents, self.output_proj.weight[:, :, 0])
 
 
 class Downsample(nn.Module):
@@ -204,7 +248,7 @@ class Downsample(nn.Module):
         self.conv = StreamingConv1d(dimension, out_dimension, 2 * stride, stride=stride, bias=False, pad_mode="replicate")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x, None)
+        return self.conv(x)
 
 
 class Upsample(nn.Module):
@@ -254,16 +298,17 @@ class Mimi(nn.Module):
         """Audio [B, 1, samples] -> latents [B, frames, inner_dim], padded to whole frames."""
         frame = self.frame_size
         audio = F.pad(audio, (0, -audio.shape[-1] % frame))
-        features = self.encoder_transformer(self.encoder(audio), None)
-        return self.downsample(features).transpose(1, 2)
+        features = self.encoder_transformer(self.encoder(audio).transpose(1, 2), None)
+        return self.downsample(features.transpose(1, 2)).transpose(1, 2)
 
     def new_decoder_state(self) -> DecoderState:
         return DecoderState(attention=self.decoder_transformer.transformer.new_window_caches())
 
     def decode(self, latents: torch.Tensor, state: DecoderState) -> torch.Tensor:
         """Latents [B, frames, dim] (denormalised) -> audio [B, 1, frames * frame_size]."""
-        x = self.quantizer(latents.transpose(1, 2))
+        # Time-major all the way ([B, T, C]): every layer is a matrix product over rows.
+        x = self.quantizer(latents)
         x = self.upsample(x, state.conv_memory)
         x = self.decoder_transformer(x, state.attention)
         state.frames_decoded += latents.shape[1]
-        return self.decoder(x, state.conv_memory)
+        return self.decoder(x, state.conv_memory).transpose(1, 2)
