@@ -64,8 +64,9 @@ class ResBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(channels, channels), nn.SiLU(), nn.Linear(channels, channels))
         self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 3 * channels))
 
-    def forward(self, x: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
-        shift, scale, gate = self.adaLN_modulation(condition).chunk(3, dim=-1)
+    def forward(self, x: torch.Tensor, modulation: torch.Tensor) -> torch.Tensor:
+        """`modulation` is this block's adaLN_modulation(condition)."""
+        shift, scale, gate = modulation.chunk(3, dim=-1)
         return x + gate * self.mlp(_modulate(self.in_ln(x), shift, scale))
 
 
@@ -76,13 +77,19 @@ class FinalLayer(nn.Module):
         self.linear = nn.Linear(channels, out_channels)
         self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 2 * channels))
 
-    def forward(self, x: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
-        shift, scale = self.adaLN_modulation(condition).chunk(2, dim=-1)
+    def forward(self, x: torch.Tensor, modulation: torch.Tensor) -> torch.Tensor:
+        shift, scale = modulation.chunk(2, dim=-1)
         return self.linear(_modulate(F.layer_norm(x, (self.channels,), eps=1e-6), shift, scale))
 
 
 class SamplerHead(nn.Module):
-    """MLP with adaptive layer norm: (condition, time(s), x_t) -> flow or sample."""
+    """MLP with adaptive layer norm: (condition, time(s), x_t) -> flow or sample.
+
+    Per frame the head is small but many-layered, so two things are computed once rather
+    than per call: the time embeddings (the sampler always asks for the same few times)
+    and the stacking of every layer's adaLN projection into one matrix, read in a single
+    product (the blocks' own weights become views into it, so nothing is held twice).
+    """
 
     def __init__(self, latent_dim: int, width: int, cond_dim: int, depth: int, num_time_conds: int) -> None:
         super().__init__()
@@ -91,18 +98,47 @@ class SamplerHead(nn.Module):
         self.input_proj = nn.Linear(latent_dim, width)
         self.res_blocks = nn.ModuleList(ResBlock(width) for _ in range(depth))
         self.final_layer = FinalLayer(width, latent_dim)
+        self._time_conditions: dict[tuple[float, ...], torch.Tensor] = {}
+        self._stacked: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def forward(self, condition: torch.Tensor, times: list[float], x: torch.Tensor) -> torch.Tensor:
         y = self.cond_embed(condition)
         if times:
-            time_sum = sum(
-                emb(torch.full_like(x[..., :1], t)) for emb, t in zip(self.time_embed, times)
-            )
-            y = y + time_sum / len(times)
+            y = y + self._time_condition(tuple(times))
+        weight, bias = self._stacked_modulation()
+        sizes = [module.adaLN_modulation[1].out_features for module in self._modulated()]
+        modulations = F.linear(F.silu(y), weight, bias).split(sizes, dim=-1)
         h = self.input_proj(x)
-        for block in self.res_blocks:
-            h = block(h, y)
-        return self.final_layer(h, y)
+        for block, modulation in zip(self.res_blocks, modulations):
+            h = block(h, modulation)
+        return self.final_layer(h, modulations[-1])
+
+    def _time_condition(self, times: tuple[float, ...]) -> torch.Tensor:
+        cached = self._time_conditions.get(times)
+        if cached is None:
+            with torch.inference_mode(False), torch.no_grad():  # a plain tensor, usable in any mode
+                total = sum(emb(torch.tensor([[t]])) for emb, t in zip(self.time_embed, times))
+                cached = self._time_conditions[times] = total / len(times)
+        return cached
+
+    def _modulated(self) -> list[nn.Module]:
+        return [*self.res_blocks, self.final_layer]
+
+    def _stacked_modulation(self) -> tuple[torch.Tensor, torch.Tensor]:
+        stacked = self._stacked
+        if stacked is None:
+            linears = [module.adaLN_modulation[1] for module in self._modulated()]
+            with torch.inference_mode(False), torch.no_grad():
+                weight = torch.cat([linear.weight.detach() for linear in linears])
+                bias = torch.cat([linear.bias.detach() for linear in linears])
+            row = 0
+            for linear in linears:  # point the layers at the stacked copy: held once
+                rows = linear.out_features
+                linear.weight = nn.Parameter(weight[row : row + rows], requires_grad=False)
+                linear.bias = nn.Parameter(bias[row : row + rows], requires_grad=False)
+                row += rows
+            stacked = self._stacked = (weight, bias)
+        return stacked
 
 
 _TIME_CONDITIONS = {"lsd": 2, "flow_matching": 1, "drifting": 0, "pointwise": 0}

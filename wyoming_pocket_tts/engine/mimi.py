@@ -70,7 +70,7 @@ class StreamingConv1d(nn.Module):
         """The weight as [out, k * in], tap-major like the windows (derived once: frozen)."""
         matrix = self._weight_matrix
         if matrix is None:
-            weight = self.conv.weight
+            weight = self.conv.weight.detach()
             matrix = self._weight_matrix = weight.permute(0, 2, 1).reshape(weight.shape[0], -1).contiguous()
         return matrix
 
