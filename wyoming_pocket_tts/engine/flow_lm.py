@@ -19,7 +19,9 @@ class TextEmbedding(nn.Module):
 
     def __init__(self, n_bins: int, dim: int, rank: int | None) -> None:
         super().__init__()
-        self.embed = nn.Embedding(n_bins + 1, rank or dim)
+        # Given an (uninitialised) weight, the embedding skips its random init: on the meta
+        # device that init would pull in PyTorch's Python meta kernels, 75 MB of RSS.
+        self.embed = nn.Embedding(n_bins + 1, rank or dim, _weight=torch.empty(n_bins + 1, rank or dim))
         self.proj = None if rank is None else nn.Linear(rank, dim, bias=False)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -43,7 +45,10 @@ class TimeEmbedding(nn.Module):
     def __init__(self, hidden: int, frequency_dim: int = 256, max_period: float = 10000.0) -> None:
         super().__init__()
         half = frequency_dim // 2
-        self.register_buffer("freqs", torch.exp(-math.log(max_period) * torch.arange(half) / half))
+        # Explicitly on the CPU: arithmetic on the meta device (where the network is built
+        # before loading) would pull in PyTorch's Python meta kernels.
+        steps = torch.arange(half, dtype=torch.float32, device="cpu")
+        self.register_buffer("freqs", torch.exp(-math.log(max_period) * steps / half))
         self.mlp = nn.Sequential(
             nn.Linear(frequency_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), RMSNorm(hidden)
         )

@@ -1,12 +1,12 @@
 """Transformer building blocks shared by the FlowLM and the Mimi codec.
 
 Module and parameter names follow the released weight files, so their state dicts load
-without renaming. Attention comes in three flavours, one per way the model is run:
+without renaming. Attention comes in two flavours, one per way the model is run:
 
 * `attend_with_prefix` (FlowLM): a read-only voice prefix, shared by every request, plus
   the request's own preallocated cache; the prefix is read in place, never copied.
-* `attend_window` (Mimi decoder): a sliding window of the last `context` positions.
-* `attend_causal` (Mimi encoder): a whole recording at once, no state.
+* `attend_window` (Mimi encoder and decoder, streamed): a sliding window of the last
+  `context` positions.
 """
 
 from __future__ import annotations
@@ -152,15 +152,6 @@ def _window_mask(t: int, history: int, context: int) -> torch.Tensor:
     return (distance >= 0) & (distance < context)
 
 
-def attend_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, context: int | None) -> torch.Tensor:
-    t = q.shape[2]
-    distance = torch.arange(t).view(-1, 1) - torch.arange(t).view(1, -1)
-    allowed = distance >= 0
-    if context is not None:
-        allowed &= distance < context
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-
-
 class LayerScale(nn.Module):
     def __init__(self, channels: int, init: float) -> None:
         super().__init__()
@@ -228,7 +219,7 @@ class TransformerLayer(nn.Module):
 
 
 class Transformer(nn.Module):
-    """A stack of layers sharing one rotary table; run in one of three attention modes."""
+    """A stack of layers sharing one rotary table; run in one of two attention modes."""
 
     def __init__(
         self,
@@ -259,9 +250,6 @@ class Transformer(nn.Module):
         context = self.context
         assert context is not None
         return self._layers(x, caches[0].position, lambda i, q, k, v: attend_window(q, k, v, caches[i], context))
-
-    def forward_full(self, x: torch.Tensor) -> torch.Tensor:
-        return self._layers(x, 0, lambda i, q, k, v: attend_causal(q, k, v, self.context))
 
     def _layers(self, x: torch.Tensor, position: int, attend: Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
         """Run every layer; `attend(layer index, q, k, v)` is the mode's attention."""

@@ -19,15 +19,14 @@ from .layers import Transformer, WindowCache
 
 # Per-module streaming memory: a conv's last input steps, a transposed conv's overlap.
 ConvMemory = dict[nn.Module, torch.Tensor]
+# The encoder reads a recording this many frames (80 ms each) at a time.
+ENCODER_CHUNK_FRAMES = 4
 
 
 class StreamingConv1d(nn.Module):
-    """Causal Conv1d: the first call is left-padded with zeros (or its first sample).
-
-    `forward` takes a whole signal channels-first [B, C, T] (the encoder's one pass over a
-    recording); `stream` takes the decoder's time-major steps [B, T, C] and keeps the last
-    input steps in `memory` for the next call.
-    """
+    """Causal Conv1d over time-major steps [B, T, C], keeping its last input steps in
+    `memory` for the next call; the first call is left-padded with zeros (or its first
+    step)."""
 
     def __init__(self, in_ch: int, out_ch: int, kernel: int, stride: int = 1, dilation: int = 1,
                  groups: int = 1, bias: bool = True, pad_mode: str = "constant") -> None:
@@ -37,12 +36,7 @@ class StreamingConv1d(nn.Module):
         self.history = (kernel - 1) * dilation + 1 - stride
         self._weight_matrix: torch.Tensor | None = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.history:
-            x = F.pad(x, (self.history, 0), mode="replicate" if self.pad_mode == "replicate" else "constant")
-        return self.conv(x)
-
-    def stream(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
         if self.history:
             previous = memory.get(self)
             if previous is None:
@@ -67,11 +61,16 @@ class StreamingConv1d(nn.Module):
         return F.linear(windows, self._matrix(), conv.bias)
 
     def _matrix(self) -> torch.Tensor:
-        """The weight as [out, k * in], tap-major like the windows (derived once: frozen)."""
+        """The weight as [out, k * in], tap-major like the windows. Made once (the weights
+        are frozen), and the conv's weight becomes a view of it, so it is held once."""
         matrix = self._weight_matrix
         if matrix is None:
             weight = self.conv.weight.detach()
-            matrix = self._weight_matrix = weight.permute(0, 2, 1).reshape(weight.shape[0], -1).contiguous()
+            out_ch, in_ch, kernel = weight.shape
+            with torch.inference_mode(False):  # a plain tensor, usable in any mode
+                matrix = weight.permute(0, 2, 1).reshape(out_ch, -1).contiguous()
+            self.conv.weight = nn.Parameter(matrix.view(out_ch, kernel, in_ch).permute(0, 2, 1), requires_grad=False)
+            self._weight_matrix = matrix
         return matrix
 
 
@@ -145,27 +144,13 @@ class ResnetBlock(nn.Module):
             nn.ELU(), StreamingConv1d(hidden, dim, 1, pad_mode=pad_mode),
         ])  # fmt: skip
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + _apply(self.block, x)
-
-    def stream(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
         return x + _stream(self.block, x, memory)
-
-
-def _apply(layers: nn.ModuleList, x: torch.Tensor) -> torch.Tensor:
-    for layer in layers:
-        x = layer(x)
-    return x
 
 
 def _stream(layers: nn.ModuleList, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
     for layer in layers:
-        if isinstance(layer, nn.ELU):
-            x = F.elu(x)
-        elif isinstance(layer, StreamingConvTranspose1d):
-            x = layer(x, memory)
-        else:
-            x = layer.stream(x, memory)
+        x = F.elu(x) if isinstance(layer, nn.ELU) else layer(x, memory)
     return x
 
 
@@ -184,8 +169,9 @@ class SEANetEncoder(nn.Module):
         layers += [nn.ELU(), StreamingConv1d(mult * cfg.n_filters, cfg.dimension, cfg.last_kernel_size, pad_mode=cfg.pad_mode)]
         self.model = nn.ModuleList(layers)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _apply(self.model, x)
+    def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
+        """Time-major audio [B, T * hop, channels] -> steps [B, T, dimension]."""
+        return _stream(self.model, x, memory)
 
 
 class SEANetDecoder(nn.Module):
@@ -223,10 +209,10 @@ class ProjectedTransformer(nn.Module):
             for out in cfg.output_dimensions
         )
 
-    def forward(self, x: torch.Tensor, caches: list[WindowCache] | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, caches: list[WindowCache]) -> torch.Tensor:
         if self.input_proj is not None:
             x = self.input_proj(x)
-        x = self.transformer.forward_full(x) if caches is None else self.transformer.forward_window(x, caches)
+        x = self.transformer.forward_window(x, caches)
         return self.output_projs[0](x)
 
 
@@ -247,8 +233,8 @@ class Downsample(nn.Module):
         super().__init__()
         self.conv = StreamingConv1d(dimension, out_dimension, 2 * stride, stride=stride, bias=False, pad_mode="replicate")
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x)
+    def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
+        return self.conv(x, memory)
 
 
 class Upsample(nn.Module):
@@ -295,11 +281,22 @@ class Mimi(nn.Module):
         return int(self.sample_rate / self.frame_rate)
 
     def encode(self, audio: torch.Tensor) -> torch.Tensor:
-        """Audio [B, 1, samples] -> latents [B, frames, inner_dim], padded to whole frames."""
+        """Audio [B, 1, samples] -> latents [B, frames, inner_dim], padded to whole frames.
+
+        Streamed through the encoder a second at a time, exactly as one pass would compute
+        it: a 30 s recording at full rate would otherwise hold several 180 MB activations
+        (and its transformer a score matrix growing with the square of its length).
+        """
         frame = self.frame_size
-        audio = F.pad(audio, (0, -audio.shape[-1] % frame))
-        features = self.encoder_transformer(self.encoder(audio).transpose(1, 2), None)
-        return self.downsample(features.transpose(1, 2)).transpose(1, 2)
+        audio = F.pad(audio, (0, -audio.shape[-1] % frame)).transpose(1, 2)  # time-major
+        memory: ConvMemory = {}
+        attention = self.encoder_transformer.transformer.new_window_caches(audio.shape[0])
+        latents = []
+        for start in range(0, audio.shape[1], ENCODER_CHUNK_FRAMES * frame):
+            x = self.encoder(audio[:, start : start + ENCODER_CHUNK_FRAMES * frame], memory)
+            x = self.encoder_transformer(x, attention)
+            latents.append(self.downsample(x, memory))
+        return torch.cat(latents, dim=1)
 
     def new_decoder_state(self) -> DecoderState:
         return DecoderState(attention=self.decoder_transformer.transformer.new_window_caches())
