@@ -64,7 +64,7 @@ def assert_close(ours: np.ndarray | torch.Tensor, theirs: np.ndarray | torch.Ten
 def our_latents(model: TTSModel, voice: VoiceState, text: str) -> list[torch.Tensor]:
     flow_lm = model.network.flow_lm
     ids = model.tokenizer.encode(prepare(model.chunk_text(text)[0], model.text_rules).text)
-    caches = flow_lm.transformer.new_prefix_caches(list(voice.layers), capacity=len(ids) + FRAMES)
+    caches = flow_lm.transformer.new_caches(list(voice.layers), capacity=len(ids) + FRAMES)
     latents, previous = [], None
     with torch.inference_mode():
         flow_lm.prefill(flow_lm.embed_text(torch.tensor([ids])), caches)

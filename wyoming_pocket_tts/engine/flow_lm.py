@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import FlowLMConfig
-from .layers import PrefixCache, Transformer
+from .kernels import Linear, linear
+from .layers import KVCache, Transformer
 
 
 class TextEmbedding(nn.Module):
@@ -22,7 +23,7 @@ class TextEmbedding(nn.Module):
         # Given an (uninitialised) weight, the embedding skips its random init: on the meta
         # device that init would pull in PyTorch's Python meta kernels, 75 MB of RSS.
         self.embed = nn.Embedding(n_bins + 1, rank or dim, _weight=torch.empty(n_bins + 1, rank or dim))
-        self.proj = None if rank is None else nn.Linear(rank, dim, bias=False)
+        self.proj = None if rank is None else Linear(rank, dim, bias=False)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids)
@@ -50,7 +51,7 @@ class TimeEmbedding(nn.Module):
         steps = torch.arange(half, dtype=torch.float32, device="cpu")
         self.register_buffer("freqs", torch.exp(-math.log(max_period) * steps / half))
         self.mlp = nn.Sequential(
-            nn.Linear(frequency_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), RMSNorm(hidden)
+            Linear(frequency_dim, hidden), nn.SiLU(), Linear(hidden, hidden), RMSNorm(hidden)
         )
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:
@@ -66,8 +67,8 @@ class ResBlock(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
         self.in_ln = nn.LayerNorm(channels, eps=1e-6)
-        self.mlp = nn.Sequential(nn.Linear(channels, channels), nn.SiLU(), nn.Linear(channels, channels))
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 3 * channels))
+        self.mlp = nn.Sequential(Linear(channels, channels), nn.SiLU(), Linear(channels, channels))
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(channels, 3 * channels))
 
     def forward(self, x: torch.Tensor, modulation: torch.Tensor) -> torch.Tensor:
         """`modulation` is this block's adaLN_modulation(condition)."""
@@ -79,8 +80,8 @@ class FinalLayer(nn.Module):
     def __init__(self, channels: int, out_channels: int) -> None:
         super().__init__()
         self.channels = channels
-        self.linear = nn.Linear(channels, out_channels)
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 2 * channels))
+        self.linear = Linear(channels, out_channels)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(channels, 2 * channels))
 
     def forward(self, x: torch.Tensor, modulation: torch.Tensor) -> torch.Tensor:
         shift, scale = modulation.chunk(2, dim=-1)
@@ -99,8 +100,8 @@ class SamplerHead(nn.Module):
     def __init__(self, latent_dim: int, width: int, cond_dim: int, depth: int, num_time_conds: int) -> None:
         super().__init__()
         self.time_embed = nn.ModuleList(TimeEmbedding(width) for _ in range(num_time_conds))
-        self.cond_embed = nn.Linear(cond_dim, width)
-        self.input_proj = nn.Linear(latent_dim, width)
+        self.cond_embed = Linear(cond_dim, width)
+        self.input_proj = Linear(latent_dim, width)
         self.res_blocks = nn.ModuleList(ResBlock(width) for _ in range(depth))
         self.final_layer = FinalLayer(width, latent_dim)
         self._time_conditions: dict[tuple[float, ...], torch.Tensor] = {}
@@ -112,7 +113,7 @@ class SamplerHead(nn.Module):
             y = y + self._time_condition(tuple(times))
         weight, bias = self._stacked_modulation()
         sizes = [module.adaLN_modulation[1].out_features for module in self._modulated()]
-        modulations = F.linear(F.silu(y), weight, bias).split(sizes, dim=-1)
+        modulations = linear(F.silu(y), weight, bias).split(sizes, dim=-1)
         h = self.input_proj(x)
         for block, modulation in zip(self.res_blocks, modulations):
             h = block(h, modulation)
@@ -192,7 +193,7 @@ class FlowLM(nn.Module):
             self.bos_before_voice = nn.Parameter(torch.randn(1, 1, d_model))
         self.insert_bos_before_voice = config.insert_bos_before_voice
         self.speaker_proj_weight = nn.Parameter(torch.zeros(d_model, voice_dim))
-        self.input_linear = nn.Linear(latent_dim, d_model, bias=False)
+        self.input_linear = Linear(latent_dim, d_model, bias=False)
         self.transformer = Transformer(
             d_model=d_model,
             num_heads=tcfg.num_heads,
@@ -203,19 +204,19 @@ class FlowLM(nn.Module):
             num_kv_heads=tcfg.num_kv_heads,
         )
         self.out_norm = nn.LayerNorm(d_model, eps=1e-5)
-        self.z_proj = None if config.z_dim is None else nn.Linear(d_model, config.z_dim, bias=False)
-        self.out_eos = nn.Linear(config.z_dim or d_model, 1)
+        self.z_proj = None if config.z_dim is None else Linear(d_model, config.z_dim, bias=False)
+        self.out_eos = Linear(config.z_dim or d_model, 1)
 
     def voice_prompt(self, voice_latents: torch.Tensor) -> torch.Tensor:
         """The embeddings the FlowLM reads for a voice: [bos] + projected codec latents."""
-        prompt = F.linear(voice_latents, self.speaker_proj_weight)
+        prompt = linear(voice_latents, self.speaker_proj_weight)
         if self.insert_bos_before_voice:
             prompt = torch.cat([self.bos_before_voice.expand(prompt.shape[0], -1, -1), prompt], dim=1)
         return prompt
 
-    def prefill(self, embeddings: torch.Tensor, caches: list[PrefixCache]) -> None:
+    def prefill(self, embeddings: torch.Tensor, caches: list[KVCache]) -> None:
         """Run a prompt (voice or text embeddings) through the transformer into the caches."""
-        self.transformer.forward_prefix(embeddings, caches)
+        self.transformer.forward_cached(embeddings, caches)
 
     def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
         return self.conditioner(ids)
@@ -223,14 +224,14 @@ class FlowLM(nn.Module):
     def step(
         self,
         previous: torch.Tensor | None,
-        caches: list[PrefixCache],
+        caches: list[KVCache],
         noise: torch.Tensor,
         decode_steps: int,
     ) -> StepOutput:
         """One autoregressive step: the previous latent (None at the start) -> next latent."""
         if previous is None:
             previous = self.bos_emb.view(1, 1, -1)
-        hidden = self.transformer.forward_prefix(self.input_linear(previous), caches)
+        hidden = self.transformer.forward_cached(self.input_linear(previous), caches)
         hidden = self.out_norm(hidden[:, -1])
         if self.z_proj is not None:
             hidden = self.z_proj(hidden)

@@ -3,8 +3,8 @@
 Module and parameter names follow the released weight files, so their state dicts load
 without renaming. Attention comes in two flavours, one per way the model is run:
 
-* `attend_with_prefix` (FlowLM): a read-only voice prefix, shared by every request, plus
-  the request's own preallocated cache; the prefix is read in place, never copied.
+* `attend_cached` (FlowLM): a request's preallocated cache, which starts with a copy of
+  the voice prompt's keys and values.
 * `attend_window` (Mimi encoder and decoder, streamed): a sliding window of the last
   `context` positions.
 """
@@ -20,9 +20,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .kernels import Linear
+
 
 class RotaryTable:
-    """cos/sin of the rotary embedding for positions [0, size), grown on demand.
+    """Rotations of the rotary embedding for positions [0, size), as unit complex numbers
+    [size, 1, head_dim // 2], grown on demand.
 
     The angles are computed in float32 exactly as position * frequency, so a table lookup
     gives the same values as computing them per step.
@@ -32,47 +35,38 @@ class RotaryTable:
         # Explicitly on the CPU: the network may be built on the meta device before loading.
         steps = torch.arange(head_dim // 2, dtype=torch.float32, device="cpu")
         self.frequencies = torch.exp(steps * (-math.log(max_period) * 2 / head_dim))
-        self._cos = torch.empty(0, 1, head_dim // 2, device="cpu")
-        self._sin = torch.empty(0, 1, head_dim // 2, device="cpu")
+        self._rotations = torch.empty(0, 1, head_dim // 2, dtype=torch.complex64, device="cpu")
 
-    def lookup(self, start: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def lookup(self, start: int, length: int) -> torch.Tensor:
         end = start + length
-        cos, sin = self._cos, self._sin  # one read: another thread may swap in a bigger table
-        if cos.shape[0] < end:
-            size = max(end, 2 * cos.shape[0], 512)
-            positions = torch.arange(size, dtype=torch.float32).view(-1, 1, 1)
-            angles = self.frequencies * positions
-            cos, sin = torch.cos(angles), torch.sin(angles)
-            self._cos, self._sin = cos, sin
-        return cos[start:end], sin[start:end]
+        rotations = self._rotations  # one read: another thread may swap in a bigger table
+        if rotations.shape[0] < end:
+            size = max(end, 2 * rotations.shape[0], 512)
+            angles = self.frequencies * torch.arange(size, dtype=torch.float32).view(-1, 1, 1)
+            rotations = self._rotations = torch.polar(torch.ones_like(angles), angles)
+        return rotations[start:end]
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate interleaved (real, imaginary) pairs of x [B, T, H, D] by the given angles."""
-    b, t, h, d = x.shape
-    pairs = x.view(b, t, h, d // 2, 2).float()
-    real, imag = pairs[..., 0], pairs[..., 1]
-    rotated = torch.stack([real * cos - imag * sin, real * sin + imag * cos], dim=-1)
-    return rotated.to(x.dtype).view(b, t, h, d)
+def apply_rotary(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
+    """Rotate interleaved (real, imaginary) pairs of x [B, T, H, D]: one complex product."""
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * rotations).flatten(-2).to(x.dtype)
 
 
 @dataclass
-class PrefixCache:
-    """One FlowLM layer's keys and values for one request, laid out [B, H_kv, T, D].
-
-    `prefix_*` belong to the voice state and are only read; `own_*` are this request's
-    preallocated buffers, of which the first `length` positions are filled.
+class KVCache:
+    """One FlowLM layer's keys and values for one request, [B, H_kv, capacity, D], of which
+    the first `length` positions are filled: the voice prompt's (copied in when the request
+    starts: a few MB, and attention then reads one contiguous buffer), then the request's.
     """
 
-    prefix_k: torch.Tensor
-    prefix_v: torch.Tensor
-    own_k: torch.Tensor
-    own_v: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
     length: int = 0
 
     @property
     def position(self) -> int:
-        return self.prefix_k.shape[2] + self.length
+        return self.length
 
 
 @dataclass
@@ -109,32 +103,21 @@ class WindowCache:
         return self.k[:, :, start : self.end], self.v[:, :, start : self.end], keep
 
 
-def attend_with_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
-    """Causal attention of new positions over the voice prefix and the request's cache.
-
-    q [B, H, t, D]; k, v [B, H_kv, t, D]. Query heads are grouped over the key/value heads
-    (head h reads kv head h // group).
-    """
-    b, heads, t, d = q.shape
-    kv_heads = k.shape[1]
+def attend_cached(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    """Causal attention of t new positions over everything cached before them and
+    themselves. q [B, H, t, D]; k, v [B, H_kv, t, D]; query heads are grouped over the
+    key/value heads (head h reads kv head h // group)."""
+    t = q.shape[2]
     start, end = cache.length, cache.length + t
-    cache.own_k[:, :, start:end] = k
-    cache.own_v[:, :, start:end] = v
+    cache.k[:, :, start:end] = k
+    cache.v[:, :, start:end] = v
     cache.length = end
-    own_k, own_v = cache.own_k[:, :, :end], cache.own_v[:, :, :end]
-
-    grouped_q = q.reshape(b, kv_heads, (heads // kv_heads) * t, d) * (1.0 / math.sqrt(d))
-    prefix_scores = grouped_q @ cache.prefix_k.transpose(-1, -2)
-    own_scores = grouped_q @ own_k.transpose(-1, -2)
-    if t > 1:
-        # query i sits at own position start + i and may read own keys up to it
-        query_pos = torch.arange(start, end).repeat(heads // kv_heads).view(-1, 1)
-        future = torch.arange(end).view(1, -1) > query_pos
-        own_scores = own_scores.masked_fill(future, float("-inf"))
-    prefix_len = cache.prefix_k.shape[2]
-    weights = torch.softmax(torch.cat([prefix_scores, own_scores], dim=-1), dim=-1)
-    out = weights[..., :prefix_len] @ cache.prefix_v + weights[..., prefix_len:] @ own_v
-    return out.view(b, heads, t, d)
+    mask = None
+    if t > 1:  # query i sits at position start + i and may read keys up to it
+        mask = torch.arange(end).view(1, -1) <= torch.arange(start, end).view(-1, 1)
+    return F.scaled_dot_product_attention(
+        q, cache.k[:, :, :end], cache.v[:, :, :end], attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1]
+    )
 
 
 def attend_window(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: WindowCache, context: int) -> torch.Tensor:
@@ -169,19 +152,19 @@ class SelfAttention(nn.Module):
         self.num_kv_heads = num_kv_heads or num_heads
         self.head_dim = self.attn_dim // num_heads
         kv_dim = self.head_dim * self.num_kv_heads
-        self.in_proj = nn.Linear(d_model, self.attn_dim + 2 * kv_dim, bias=False)
-        self.out_proj = nn.Linear(self.attn_dim, d_model, bias=False)
+        self.in_proj = Linear(d_model, self.attn_dim + 2 * kv_dim, bias=False)
+        self.out_proj = Linear(self.attn_dim, d_model, bias=False)
 
     def project(self, x: torch.Tensor, rotary: RotaryTable, position: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q [B, H, t, D] and k, v [B, H_kv, t, D] of x [B, t, C], rotated for `position`."""
         b, t, _ = x.shape
         projected = self.in_proj(x)
-        q = projected[..., : self.attn_dim].view(b, t, self.num_heads, self.head_dim)
-        kv = projected[..., self.attn_dim :].view(b, t, 2, self.num_kv_heads, self.head_dim)
-        cos, sin = rotary.lookup(position, t)
-        q = apply_rotary(q, cos, sin)
-        k = apply_rotary(kv[:, :, 0], cos, sin)
-        return q.transpose(1, 2), k.transpose(1, 2), kv[:, :, 1].transpose(1, 2)
+        # q and k are adjacent in the projection: one rotation for both
+        heads = projected[..., : self.attn_dim + self.head_dim * self.num_kv_heads].view(b, t, -1, self.head_dim)
+        rotated = apply_rotary(heads, rotary.lookup(position, t))
+        q, k = rotated[:, :, : self.num_heads], rotated[:, :, self.num_heads :]
+        v = projected[..., self.attn_dim + self.head_dim * self.num_kv_heads :].view(b, t, self.num_kv_heads, self.head_dim)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     def output(self, attended: torch.Tensor) -> torch.Tensor:
         b, _, t, _ = attended.shape
@@ -204,8 +187,8 @@ class TransformerLayer(nn.Module):
         self.self_attn = SelfAttention(d_model, num_heads, attn_dim, num_kv_heads)
         self.norm1 = nn.LayerNorm(d_model, eps=1e-5)
         self.norm2 = nn.LayerNorm(d_model, eps=1e-5)
-        self.linear1 = nn.Linear(d_model, dim_feedforward, bias=False)
-        self.linear2 = nn.Linear(dim_feedforward, d_model, bias=False)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=False)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=False)
         if layer_scale is None:
             self.layer_scale_1: nn.Module = nn.Identity()
             self.layer_scale_2: nn.Module = nn.Identity()
@@ -243,8 +226,8 @@ class Transformer(nn.Module):
         self.num_kv_heads, self.head_dim = first.num_kv_heads, first.head_dim
         self.rotary = RotaryTable(first.head_dim, max_period)
 
-    def forward_prefix(self, x: torch.Tensor, caches: list[PrefixCache]) -> torch.Tensor:
-        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_with_prefix(q, k, v, caches[i]))
+    def forward_cached(self, x: torch.Tensor, caches: list[KVCache]) -> torch.Tensor:
+        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_cached(q, k, v, caches[i]))
 
     def forward_window(self, x: torch.Tensor, caches: list[WindowCache]) -> torch.Tensor:
         context = self.context
@@ -263,10 +246,14 @@ class Transformer(nn.Module):
         empty = torch.zeros(batch, self.num_kv_heads, 0, self.head_dim)
         return [WindowCache(empty, empty.clone()) for _ in self.layers]
 
-    def new_prefix_caches(self, prefix: list[tuple[torch.Tensor, torch.Tensor]], capacity: int) -> list[PrefixCache]:
-        """Per-layer caches reading `prefix` (k, v per layer) in place, with room for `capacity`."""
+    def new_caches(self, prefix: list[tuple[torch.Tensor, torch.Tensor]], capacity: int) -> list[KVCache]:
+        """Per-layer caches holding `prefix` (k, v per layer), with room for `capacity` more."""
         caches = []
         for prefix_k, prefix_v in prefix:
-            shape = (prefix_k.shape[0], self.num_kv_heads, capacity, self.head_dim)
-            caches.append(PrefixCache(prefix_k, prefix_v, torch.empty(shape), torch.empty(shape)))
+            filled = prefix_k.shape[2]
+            shape = (prefix_k.shape[0], self.num_kv_heads, filled + capacity, self.head_dim)
+            cache = KVCache(torch.empty(shape), torch.empty(shape), filled)
+            cache.k[:, :, :filled] = prefix_k
+            cache.v[:, :, :filled] = prefix_v
+            caches.append(cache)
         return caches

@@ -90,6 +90,7 @@ class StreamingConvTranspose1d(nn.Module):
         self.convtr = nn.ConvTranspose1d(in_ch, out_ch, kernel, stride, groups=groups, bias=bias)
         self.stride = stride
         self.overlap = kernel - stride
+        self._weight_matrix: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
         blocks = self._blocks(x)  # [B, T, out, 2, stride]: each step's two halves
@@ -119,8 +120,20 @@ class StreamingConvTranspose1d(nn.Module):
             return x[..., None, None] * conv.weight[:, 0].view(-1, 2, self.stride)
         if conv.groups != 1:
             return None
-        # weight [in, out, kernel] is the matrix [in, out * kernel]: columns (channel, tap)
-        return (x @ conv.weight.view(conv.in_channels, -1)).view(b, steps, -1, 2, self.stride)
+        return F.linear(x, self._matrix()).view(b, steps, -1, 2, self.stride)
+
+    def _matrix(self) -> torch.Tensor:
+        """The weight [in, out, kernel] as the matrix [out * kernel, in]: rows (channel, tap).
+        Made once (the weights are frozen); the weight becomes a view of it, held once."""
+        matrix = self._weight_matrix
+        if matrix is None:
+            weight = self.convtr.weight.detach()
+            in_ch, out_ch, kernel = weight.shape
+            with torch.inference_mode(False):  # a plain tensor, usable in any mode
+                matrix = weight.reshape(in_ch, -1).t().contiguous()
+            self.convtr.weight = nn.Parameter(matrix.t().view(in_ch, out_ch, kernel), requires_grad=False)
+            self._weight_matrix = matrix
+        return matrix
 
     def _forward_generic(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
         y = self.convtr(x.transpose(1, 2))

@@ -37,6 +37,7 @@ EXTRA_SECONDS = 2.0
 # Before speech starts, the EOS logit of some voices crosses the threshold: ignore it.
 MIN_FRAMES_BEFORE_EOS = 6
 FADE_IN_SECONDS = 0.005
+DECODER_GROUPS = (1, 1, 1, 2, 2, 4)
 MAX_TEXT_CHARS = 20_000
 
 
@@ -113,9 +114,9 @@ class TTSModel:
         latents = self.network.mimi.encode(prompt_audio.unsqueeze(0))
         flow_lm = self.network.flow_lm
         prompt = flow_lm.voice_prompt(latents)
-        caches = flow_lm.transformer.new_prefix_caches(self._empty_prefix(), capacity=prompt.shape[1])
+        caches = flow_lm.transformer.new_caches(self._empty_prefix(), capacity=prompt.shape[1])
         flow_lm.prefill(prompt, caches)
-        return VoiceState(self.model_id, tuple((c.own_k, c.own_v) for c in caches))
+        return VoiceState(self.model_id, tuple((c.k, c.v) for c in caches))  # exactly the prompt's size
 
     def voice_from_recording(self, path: str | Path) -> VoiceState:
         path = Path(path)
@@ -259,7 +260,7 @@ class SpeechSession:
         # first step may use every core; after that, one each for the FlowLM and decoder.
         torch.set_num_threads(self.model.threads)
         with torch.inference_mode():
-            caches = flow_lm.transformer.new_prefix_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
+            caches = flow_lm.transformer.new_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
             flow_lm.prefill(flow_lm.embed_text(torch.tensor([plan.ids])), caches)
         previous: torch.Tensor | None = None
         eos_frame: int | None = None
@@ -279,17 +280,15 @@ class SpeechSession:
         logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
 
     def _decode(self, latents: Iterator[torch.Tensor], first_decoded: threading.Event) -> Iterator[np.ndarray]:
-        # One latent per decoder call, even when several wait: batching would make the
-        # rounding, and so a seeded request's audio, depend on timing.
         model = self.model
         flow_lm, mimi = model.network.flow_lm, model.network.mimi
         torch.set_num_threads(model.threads)  # the first frame has every core
-        for latent in latents:
+        for group in _decoder_groups(latents):
             if self.cancel.is_set():
                 continue  # the latents stop within a frame
             with torch.inference_mode():
                 fresh = self.decoder.frames_decoded == 0
-                audio = mimi.decode(latent * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
+                audio = mimi.decode(group * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
                 if fresh:
                     # A fresh decoder starts with a small step: fade it in so it is not a click.
                     fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
@@ -297,7 +296,29 @@ class SpeechSession:
             if not first_decoded.is_set():
                 torch.set_num_threads(1)  # from now on the FlowLM thread has the other core
                 first_decoded.set()
-            yield audio.numpy().copy()
+            for frame in audio.numpy().copy().reshape(-1, model.frame_size):
+                if self.cancel.is_set():
+                    break  # frames of a group already decoded are dropped too
+                yield frame
+
+
+def _decoder_groups(latents: Iterator[torch.Tensor]) -> Iterator[torch.Tensor]:
+    """Latents grouped as DECODER_GROUPS says (its last size repeating): one at a time at
+    first, for the earliest audio; then in pairs and fours, which the decoder runs with a
+    quarter of the per-frame overhead (and so takes the interpreter lock from the FlowLM
+    thread less often), once 240 ms of audio are out to cover the wait. The grouping is
+    fixed, never "whatever is waiting": a seeded request's audio (whose rounding depends
+    on it) must not depend on timing."""
+    sizes = iter(DECODER_GROUPS)
+    size = next(sizes)
+    group: list[torch.Tensor] = []
+    for latent in latents:
+        group.append(latent)
+        if len(group) == size:
+            yield torch.cat(group, dim=1)
+            group, size = [], next(sizes, size)
+    if group:
+        yield torch.cat(group, dim=1)
 
 
 def _drain(handoff: queue.Queue) -> Iterator[torch.Tensor]:
