@@ -227,11 +227,19 @@ class FlowLM(nn.Module):
         caches: list[KVCache],
         noise: torch.Tensor,
         decode_steps: int,
+        prompt: torch.Tensor | None = None,
     ) -> StepOutput:
-        """One autoregressive step: the previous latent (None at the start) -> next latent."""
+        """One autoregressive step: the previous latent (None at the start) -> next latent.
+
+        A `prompt` (text embeddings not yet in the caches) goes through the transformer in
+        the same pass: the first step then reads the weights once, not twice.
+        """
         if previous is None:
             previous = self.bos_emb.view(1, 1, -1)
-        hidden = self.transformer.forward_cached(self.input_linear(previous), caches)
+        x = self.input_linear(previous)
+        if prompt is not None:
+            x = torch.cat([prompt, x], dim=1)
+        hidden = self.transformer.forward_cached(x, caches)
         hidden = self.out_norm(hidden[:, -1])
         if self.z_proj is not None:
             hidden = self.z_proj(hidden)

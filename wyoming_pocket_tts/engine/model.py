@@ -261,14 +261,15 @@ class SpeechSession:
         torch.set_num_threads(self.model.threads)
         with torch.inference_mode():
             caches = flow_lm.transformer.new_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
-            flow_lm.prefill(flow_lm.embed_text(torch.tensor([plan.ids])), caches)
+            prompt: torch.Tensor | None = flow_lm.embed_text(torch.tensor([plan.ids]))  # read with the first step
         previous: torch.Tensor | None = None
         eos_frame: int | None = None
         for frame in range(plan.max_frames):
             if stop.is_set() or self.cancel.is_set():
                 return
             with torch.inference_mode():
-                step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps)
+                step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps, prompt)
+            prompt = None
             if frame == 0:
                 torch.set_num_threads(1)
             if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
