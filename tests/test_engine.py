@@ -23,7 +23,10 @@ from wyoming_pocket_tts.engine import (
     build_demo_model,
     load_model,
 )
+from wyoming_pocket_tts.engine import mimi as mimi_module
 from wyoming_pocket_tts.engine.config import parse_config
+from wyoming_pocket_tts.engine.demo import demo_voice_audio
+from wyoming_pocket_tts.engine.kernels import linear
 from wyoming_pocket_tts.engine.network import PocketNetwork
 
 SEEDED = GenerationOptions(seed=7, eos_threshold=1e9)
@@ -233,3 +236,37 @@ def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> N
     snr = 10 * np.log10(np.sum(reference**2) / np.sum((reference - approx) ** 2))
     print(f"int8 SNR {snr:.1f} dB")
     assert snr > 20, f"int8 audio SNR {snr:.1f} dB against float32"
+
+
+@pytest.mark.parametrize("shape", [(1, 64), (30, 64), (2, 5, 64)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_the_float32_linear_kernel_computes_a_linear(shape: tuple[int, ...], with_bias: bool) -> None:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=generator)
+    weight, bias = torch.randn(48, 64, generator=generator), torch.randn(48, generator=generator)
+    expected = x @ weight.T + (bias if with_bias else 0)
+    assert torch.allclose(linear(x, weight, bias if with_bias else None), expected, atol=1e-4)
+    assert torch.allclose(linear(x.T.contiguous().T, weight), x @ weight.T, atol=1e-4)  # a strided input
+
+
+def test_the_encoder_streams_a_recording_exactly_as_one_pass(demo_model: TTSModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    audio = demo_voice_audio(demo_model.sample_rate, 2.0)[None]  # [1, 1, samples]
+    mimi = demo_model.network.mimi
+    with torch.inference_mode():
+        monkeypatch.setattr(mimi_module, "ENCODER_CHUNK_FRAMES", 1000)  # the whole recording at once
+        whole = mimi.encode(audio)
+        monkeypatch.setattr(mimi_module, "ENCODER_CHUNK_FRAMES", 1)
+        streamed = mimi.encode(audio)
+    assert whole.shape == streamed.shape == (1, 25, whole.shape[-1])
+    assert torch.allclose(whole, streamed, atol=1e-5)
+
+
+def test_decoding_latents_in_groups_equals_one_by_one(demo_model: TTSModel) -> None:
+    mimi = demo_model.network.mimi
+    latents = torch.randn(1, 7, demo_model.network.flow_lm.latent_dim, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        one_state, grouped_state = mimi.new_decoder_state(), mimi.new_decoder_state()
+        one_by_one = torch.cat([mimi.decode(latents[:, i : i + 1], one_state) for i in range(7)], dim=-1)
+        grouped = torch.cat([mimi.decode(latents[:, a:b], grouped_state) for a, b in ((0, 1), (1, 3), (3, 7))], dim=-1)
+    assert one_by_one.shape == grouped.shape == (1, 1, 7 * demo_model.frame_size)
+    assert torch.allclose(one_by_one, grouped, atol=1e-5)
