@@ -169,17 +169,24 @@ def test_errors_close_only_that_connection(tmp_path):
     check_audio_format(good)
 
 
+async def disconnect_after_first_audio(port: int, events: list[Event]) -> Response:
+    """Send `events`, read until the first audio, then drop the connection."""
+    client = AsyncTcpClient("127.0.0.1", port)
+    await client.connect()
+    for event in events:
+        await client.write_event(event)
+    response = await read_until(client, {"audio-chunk"})
+    await client.disconnect()
+    return response
+
+
 def test_disconnect_cancels_within_a_frame(tmp_path):
     model = FakeModel(frame_delay=0.02, frames_per_word=50)
 
     async def go():
         async with inprocess_server(fake_loader(model), tmp_path) as port:
-            client = AsyncTcpClient("127.0.0.1", port)
-            await client.connect()
-            await client.write_event(Synthesize(text="A long text to read out loud.").event())
-            response = await read_until(client, {"audio-chunk"})
+            response = await disconnect_after_first_audio(port, [Synthesize(text="A long text to read out loud.").event()])
             assert response.chunks
-            await client.disconnect()
             disconnected = time.monotonic()
             while model.log.running and time.monotonic() - disconnected < 2:
                 await asyncio.sleep(0.005)
@@ -199,12 +206,9 @@ def test_disconnect_mid_stream_cancels(tmp_path):
 
     async def go():
         async with inprocess_server(fake_loader(model), tmp_path) as port:
-            client = AsyncTcpClient("127.0.0.1", port)
-            await client.connect()
-            await client.write_event(SynthesizeStart().event())
-            await client.write_event(SynthesizeChunk(text="First sentence here. Second").event())
-            await read_until(client, {"audio-chunk"})
-            await client.disconnect()
+            await disconnect_after_first_audio(
+                port, [SynthesizeStart().event(), SynthesizeChunk(text="First sentence here. Second").event()]
+            )
             await asyncio.sleep(0.15)
             frames = model.log.frames
             await asyncio.sleep(0.1)

@@ -105,14 +105,13 @@ class SamplerHead(nn.Module):
         self.res_blocks = nn.ModuleList(ResBlock(width) for _ in range(depth))
         self.final_layer = FinalLayer(width, latent_dim)
         self._time_conditions: dict[tuple[float, ...], torch.Tensor] = {}
-        self._stacked: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._stacked: tuple[torch.Tensor, torch.Tensor, list[int]] | None = None
 
     def forward(self, condition: torch.Tensor, times: list[float], x: torch.Tensor) -> torch.Tensor:
         y = self.cond_embed(condition)
         if times:
             y = y + self._time_condition(tuple(times))
-        weight, bias = self._stacked_modulation()
-        sizes = [module.adaLN_modulation[1].out_features for module in self._modulated()]
+        weight, bias, sizes = self._stacked_modulation()
         modulations = linear(F.silu(y), weight, bias).split(sizes, dim=-1)
         h = self.input_proj(x)
         for block, modulation in zip(self.res_blocks, modulations):
@@ -127,23 +126,20 @@ class SamplerHead(nn.Module):
                 cached = self._time_conditions[times] = total / len(times)
         return cached
 
-    def _modulated(self) -> list[nn.Module]:
-        return [*self.res_blocks, self.final_layer]
-
-    def _stacked_modulation(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def _stacked_modulation(self) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+        """The stacked adaLN weight and bias, and each layer's number of rows in them."""
         stacked = self._stacked
         if stacked is None:
-            linears = [module.adaLN_modulation[1] for module in self._modulated()]
+            linears = [module.adaLN_modulation[1] for module in (*self.res_blocks, self.final_layer)]
             with torch.inference_mode(False), torch.no_grad():
                 weight = torch.cat([linear.weight.detach() for linear in linears])
                 bias = torch.cat([linear.bias.detach() for linear in linears])
-            row = 0
-            for linear in linears:  # point the layers at the stacked copy: held once
-                rows = linear.out_features
-                linear.weight = nn.Parameter(weight[row : row + rows], requires_grad=False)
-                linear.bias = nn.Parameter(bias[row : row + rows], requires_grad=False)
-                row += rows
-            stacked = self._stacked = (weight, bias)
+            sizes = [linear.out_features for linear in linears]
+            # point the layers at the stacked copy: held once
+            for linear, rows, bias_rows in zip(linears, weight.split(sizes), bias.split(sizes)):
+                linear.weight = nn.Parameter(rows, requires_grad=False)
+                linear.bias = nn.Parameter(bias_rows, requires_grad=False)
+            stacked = self._stacked = (weight, bias, sizes)
         return stacked
 
 

@@ -8,6 +8,7 @@ of their input (or output, for transposed ones) between calls, in a `DecoderStat
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -21,6 +22,16 @@ from .layers import Transformer, WindowCache
 ConvMemory = dict[nn.Module, torch.Tensor]
 # The encoder reads a recording this many frames (80 ms each) at a time.
 ENCODER_CHUNK_FRAMES = 4
+
+
+def _relay_as_matrix(conv: nn.Module, to_matrix: Callable[[torch.Tensor], torch.Tensor],
+                     to_weight: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """Lay a conv's frozen weight out in memory as the contiguous matrix its product reads
+    (`to_matrix`), and make the weight a view of that matrix (`to_weight`): held once."""
+    with torch.inference_mode(False):  # a plain tensor, usable in any mode
+        matrix = to_matrix(conv.weight.detach()).contiguous()
+    conv.weight = nn.Parameter(to_weight(matrix), requires_grad=False)
+    return matrix
 
 
 class StreamingConv1d(nn.Module):
@@ -61,17 +72,15 @@ class StreamingConv1d(nn.Module):
         return F.linear(windows, self._matrix(), conv.bias)
 
     def _matrix(self) -> torch.Tensor:
-        """The weight as [out, k * in], tap-major like the windows. Made once (the weights
-        are frozen), and the conv's weight becomes a view of it, so it is held once."""
-        matrix = self._weight_matrix
-        if matrix is None:
-            weight = self.conv.weight.detach()
-            out_ch, in_ch, kernel = weight.shape
-            with torch.inference_mode(False):  # a plain tensor, usable in any mode
-                matrix = weight.permute(0, 2, 1).reshape(out_ch, -1).contiguous()
-            self.conv.weight = nn.Parameter(matrix.view(out_ch, kernel, in_ch).permute(0, 2, 1), requires_grad=False)
-            self._weight_matrix = matrix
-        return matrix
+        """The weight [out, in, k] as the matrix [out, k * in], tap-major like the windows."""
+        if self._weight_matrix is None:
+            out_ch, in_ch, kernel = self.conv.weight.shape
+            self._weight_matrix = _relay_as_matrix(
+                self.conv,
+                lambda weight: weight.permute(0, 2, 1).reshape(out_ch, -1),
+                lambda matrix: matrix.view(out_ch, kernel, in_ch).permute(0, 2, 1),
+            )
+        return self._weight_matrix
 
 
 class StreamingConvTranspose1d(nn.Module):
@@ -123,17 +132,15 @@ class StreamingConvTranspose1d(nn.Module):
         return F.linear(x, self._matrix()).view(b, steps, -1, 2, self.stride)
 
     def _matrix(self) -> torch.Tensor:
-        """The weight [in, out, kernel] as the matrix [out * kernel, in]: rows (channel, tap).
-        Made once (the weights are frozen); the weight becomes a view of it, held once."""
-        matrix = self._weight_matrix
-        if matrix is None:
-            weight = self.convtr.weight.detach()
-            in_ch, out_ch, kernel = weight.shape
-            with torch.inference_mode(False):  # a plain tensor, usable in any mode
-                matrix = weight.reshape(in_ch, -1).t().contiguous()
-            self.convtr.weight = nn.Parameter(matrix.t().view(in_ch, out_ch, kernel), requires_grad=False)
-            self._weight_matrix = matrix
-        return matrix
+        """The weight [in, out, kernel] as the matrix [out * kernel, in]: rows (channel, tap)."""
+        if self._weight_matrix is None:
+            in_ch, out_ch, kernel = self.convtr.weight.shape
+            self._weight_matrix = _relay_as_matrix(
+                self.convtr,
+                lambda weight: weight.reshape(in_ch, -1).t(),
+                lambda matrix: matrix.t().view(in_ch, out_ch, kernel),
+            )
+        return self._weight_matrix
 
     def _forward_generic(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
         y = self.convtr(x.transpose(1, 2))
