@@ -28,6 +28,7 @@ from wyoming_pocket_tts.engine.config import parse_config
 from wyoming_pocket_tts.engine.demo import demo_voice_audio
 from wyoming_pocket_tts.engine.kernels import linear
 from wyoming_pocket_tts.engine.network import PocketNetwork
+from wyoming_pocket_tts.engine.quantize import Int8Linear
 
 SEEDED = GenerationOptions(seed=7, eos_threshold=1e9)
 TEXT = "The kitchen lights are on. The door is locked."
@@ -236,6 +237,11 @@ def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> N
     snr = 10 * np.log10(np.sum(reference**2) / np.sum((reference - approx) ** 2))
     print(f"int8 SNR {snr:.1f} dB")
     assert snr > 20, f"int8 audio SNR {snr:.1f} dB against float32"
+    head = int8.network.flow_lm.flow_net
+    assert isinstance(head.modulation, Int8Linear)
+    assert all(isinstance(block.mlp[0], Int8Linear) and isinstance(block.mlp[2], Int8Linear) for block in head.res_blocks)
+    # the per-layer adaLN linears were stacked into one, not kept beside it
+    assert not any(hasattr(block, "adaLN_modulation") for block in exact.network.flow_lm.flow_net.res_blocks)
 
 
 @pytest.mark.parametrize("shape", [(1, 64), (30, 64), (2, 5, 64)])

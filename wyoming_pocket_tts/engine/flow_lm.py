@@ -93,8 +93,8 @@ class SamplerHead(nn.Module):
 
     Per frame the head is small but many-layered, so two things are computed once rather
     than per call: the time embeddings (the sampler always asks for the same few times)
-    and the stacking of every layer's adaLN projection into one matrix, read in a single
-    product (the blocks' own weights become views into it, so nothing is held twice).
+    and the product of the condition with every layer's adaLN projection, which
+    `fuse_modulations` stacks into one linear (read in a single product).
     """
 
     def __init__(self, latent_dim: int, width: int, cond_dim: int, depth: int, num_time_conds: int) -> None:
@@ -105,18 +105,36 @@ class SamplerHead(nn.Module):
         self.res_blocks = nn.ModuleList(ResBlock(width) for _ in range(depth))
         self.final_layer = FinalLayer(width, latent_dim)
         self._time_conditions: dict[tuple[float, ...], torch.Tensor] = {}
-        self._stacked: tuple[torch.Tensor, torch.Tensor, list[int]] | None = None
+        self.modulation: nn.Module | None = None
+        self.modulation_sizes: list[int] = []
 
     def forward(self, condition: torch.Tensor, times: list[float], x: torch.Tensor) -> torch.Tensor:
         y = self.cond_embed(condition)
         if times:
             y = y + self._time_condition(tuple(times))
-        weight, bias, sizes = self._stacked_modulation()
-        modulations = linear(F.silu(y), weight, bias).split(sizes, dim=-1)
+        if self.modulation is None:
+            raise RuntimeError("SamplerHead.fuse_modulations() must run once the weights are loaded")
+        modulations = self.modulation(F.silu(y)).split(self.modulation_sizes, dim=-1)
         h = self.input_proj(x)
         for block, modulation in zip(self.res_blocks, modulations):
             h = block(h, modulation)
         return self.final_layer(h, modulations[-1])
+
+    def fuse_modulations(self) -> None:
+        """Stack every layer's adaLN projection into `modulation`, once the weights are
+        loaded; the per-layer linears (unused by `forward`) are dropped, so the weights
+        are held once and a quantizer sees the stacked linear like any other."""
+        owners = [module for module in (*self.res_blocks, self.final_layer) if hasattr(module, "adaLN_modulation")]
+        if not owners:
+            return
+        linears = [owner.adaLN_modulation[1] for owner in owners]
+        with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable in any mode
+            weight = torch.cat([linear.weight.detach() for linear in linears])
+            bias = torch.cat([linear.bias.detach() for linear in linears])
+        self.modulation = Linear.around(weight, bias)
+        self.modulation_sizes = [linear.out_features for linear in linears]
+        for owner in owners:
+            del owner.adaLN_modulation
 
     def _time_condition(self, times: tuple[float, ...]) -> torch.Tensor:
         cached = self._time_conditions.get(times)
@@ -125,22 +143,6 @@ class SamplerHead(nn.Module):
                 total = sum(emb(torch.tensor([[t]])) for emb, t in zip(self.time_embed, times))
                 cached = self._time_conditions[times] = total / len(times)
         return cached
-
-    def _stacked_modulation(self) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
-        """The stacked adaLN weight and bias, and each layer's number of rows in them."""
-        stacked = self._stacked
-        if stacked is None:
-            linears = [module.adaLN_modulation[1] for module in (*self.res_blocks, self.final_layer)]
-            with torch.inference_mode(False), torch.no_grad():
-                weight = torch.cat([linear.weight.detach() for linear in linears])
-                bias = torch.cat([linear.bias.detach() for linear in linears])
-            sizes = [linear.out_features for linear in linears]
-            # point the layers at the stacked copy: held once
-            for linear, rows, bias_rows in zip(linears, weight.split(sizes), bias.split(sizes)):
-                linear.weight = nn.Parameter(rows, requires_grad=False)
-                linear.bias = nn.Parameter(bias_rows, requires_grad=False)
-            stacked = self._stacked = (weight, bias, sizes)
-        return stacked
 
 
 _TIME_CONDITIONS = {"lsd": 2, "flow_matching": 1, "drifting": 0, "pointwise": 0}

@@ -48,5 +48,15 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 class Linear(nn.Linear):
     """nn.Linear (same parameters, same state dict) computed by `linear`."""
 
+    @classmethod
+    def around(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> Linear:
+        """A Linear whose parameters are these tensors (no random initialisation first)."""
+        module = cls(1, 1, bias=bias is not None)  # a 1x1 placeholder: nothing big to initialise
+        module.in_features, module.out_features = weight.shape[1], weight.shape[0]
+        module.weight = nn.Parameter(weight, requires_grad=False)
+        if bias is not None:
+            module.bias = nn.Parameter(bias, requires_grad=False)
+        return module
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias)

@@ -19,7 +19,7 @@ from .errors import ModelLoadError
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
 from .network import PocketNetwork, load_weights, random_weights
-from .quantize import quantize_transformer
+from .quantize import quantize_sampler_head, quantize_transformer
 from .tokenizer import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -66,7 +66,8 @@ def load_model(
     if quantize:
         count = quantize_transformer(model.network.flow_lm.transformer)
         count += quantize_transformer(model.network.mimi.decoder_transformer.transformer)
-        logger.info("int8: quantized %d transformer linears", count)
+        count += quantize_sampler_head(model.network.flow_lm.flow_net)
+        logger.info("int8: quantized %d linears", count)
     logger.info("model %s ready in %.1f s (id %s)", model.name, time.monotonic() - started, model.model_id)
     return model
 

@@ -56,6 +56,7 @@ class TTSModel:
         # Cores a request may use while only one of its two threads (FlowLM, decoder) works.
         self.threads = max(1, torch.get_num_threads())
         self.network = network.eval().requires_grad_(False)
+        network.flow_lm.flow_net.fuse_modulations()
         self.tokenizer = tokenizer
         self.config = config
         self.info = info
