@@ -4,8 +4,10 @@
 
 Each engine runs in a fresh subprocess (so peak RSS is its own), on the same random
 weights of the default English architecture, with EOS disabled so both generate the same
-number of frames. Figures: throughput (seconds of audio per wall second), time to first
-frame of a one-sentence request with a cached voice, and peak RSS.
+number of frames, and speaks with the same cached voice: a voice state encoded once from
+a 6 s recording and exported, which both engines load (as the server does from its voice
+cache). Figures: throughput (seconds of audio per wall second), time to first frame of a
+one-sentence request, and peak RSS of the process.
 """
 
 from __future__ import annotations
@@ -57,13 +59,13 @@ def measure(first_frame: Callable[[], Iterator[object]], long_run: Callable[[], 
     }
 
 
-def run_ours(config: Path, recording: Path, quantize: bool, repeats: int) -> dict[str, float]:
+def run_ours(config: Path, voice_state: Path, quantize: bool, repeats: int) -> dict[str, float]:
     import threading
 
     from wyoming_pocket_tts.engine import GenerationOptions, load_model
 
     model = load_model(str(config), quantize=quantize)
-    voice = model.voice_from_recording(recording)
+    voice = model.voice_from_file(voice_state)
     options = GenerationOptions(eos_threshold=NO_EOS, seed=0)
 
     def one() -> Iterator[object]:
@@ -72,11 +74,11 @@ def run_ours(config: Path, recording: Path, quantize: bool, repeats: int) -> dic
     return measure(one, lambda: model.synthesize(LONG_TEXT, voice, options), repeats)
 
 
-def run_upstream(config: Path, recording: Path, quantize: bool, repeats: int) -> dict[str, float]:
+def run_upstream(config: Path, voice_state: Path, quantize: bool, repeats: int) -> dict[str, float]:
     from pocket_tts import TTSModel
 
     model = TTSModel.load_model(config=str(config), eos_threshold=NO_EOS, quantize=quantize)
-    state = model.get_state_for_audio_prompt(recording)
+    state = model.get_state_for_audio_prompt(voice_state)
 
     def frames(text: str) -> Iterator[object]:
         # upstream may hand several frames in one chunk: count 1920-sample frames
@@ -86,18 +88,38 @@ def run_upstream(config: Path, recording: Path, quantize: bool, repeats: int) ->
     return measure(lambda: frames(ONE_SENTENCE), lambda: frames(LONG_TEXT), repeats)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. On Linux, VmHWM: ru_maxrss would also count
+    the parent's resident memory at the moment it spawned us (the kernel carries the old
+    address space's peak over an exec), and the parent holds a model."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def worker(args: argparse.Namespace) -> None:
     run = run_ours if args.worker == "ours" else run_upstream
-    result = run(Path(args.config), Path(args.recording), args.quantize, args.repeats)
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = run(Path(args.config), Path(args.voice_state), args.quantize, args.repeats)
+    result["peak_rss_mb"] = peak_rss_mb()
     sys.stdout.write(json.dumps(result) + "\n")
 
 
 def prepare_model(folder: Path) -> tuple[Path, Path]:
+    """The random-weight model's config, and a voice state exported from a recording."""
     from engine_fixtures import local_architecture, write_voice_recording
 
+    from wyoming_pocket_tts.engine import load_model
+
     local = local_architecture("english", folder / "english")
-    return local.config_path, write_voice_recording(folder / "voice.wav", seconds=6.0)
+    model = load_model(str(local.config_path))
+    voice_state = folder / "voice.safetensors"
+    model.save_voice(model.voice_from_recording(write_voice_recording(folder / "voice.wav", seconds=6.0)), voice_state)
+    return local.config_path, voice_state
 
 
 def main() -> None:
@@ -106,7 +128,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="first-frame measurements per engine")
     parser.add_argument("--worker", choices=["ours", "upstream"], help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
-    parser.add_argument("--recording", help=argparse.SUPPRESS)
+    parser.add_argument("--voice-state", help=argparse.SUPPRESS)
     parser.add_argument("--quantize", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -118,13 +140,13 @@ def main() -> None:
     log = logging.getLogger("bench")
     precisions = ["float32", "int8"] if args.precision == "both" else [args.precision]
     with tempfile.TemporaryDirectory(prefix="engine-bench-") as tmp:
-        config, recording = prepare_model(Path(tmp))
+        config, voice_state = prepare_model(Path(tmp))
         rows = []
         for precision in precisions:
             results = {}
             for engine in ("upstream", "ours"):
                 command = [sys.executable, __file__, "--worker", engine, "--config", str(config),
-                           "--recording", str(recording), "--repeats", str(args.repeats)]  # fmt: skip
+                           "--voice-state", str(voice_state), "--repeats", str(args.repeats)]  # fmt: skip
                 if precision == "int8":
                     command.append("--quantize")
                 output = subprocess.run(command, check=True, capture_output=True, text=True).stdout

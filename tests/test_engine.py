@@ -10,6 +10,7 @@ import pytest
 import soundfile
 import torch
 import yaml
+from safetensors.torch import load_file
 
 from engine_fixtures import local_architecture, write_voice_recording
 from wyoming_pocket_tts.engine import (
@@ -215,7 +216,7 @@ def test_malformed_config(tmp_path: Path) -> None:
 
 
 def test_cloning_without_the_encoder_weights_says_how_to_get_access(tmp_path: Path, voice_recording: Path) -> None:
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
 
     local = local_architecture("english_2m_refl_2026-10", tmp_path)
     weights = load_file(str(local.weights_path))
@@ -224,6 +225,31 @@ def test_cloning_without_the_encoder_weights_says_how_to_get_access(tmp_path: Pa
     model = load_model(str(local.config_path))
     assert not model.can_clone
     with pytest.raises(VoiceError, match="hf-token"):
+        model.voice_from_recording(voice_recording)
+
+
+def test_the_encoder_is_loaded_when_a_voice_is_first_encoded(tmp_path: Path, voice_recording: Path) -> None:
+    local = local_architecture("english_2m_refl_2026-10", tmp_path)
+    model = load_model(str(local.config_path))
+
+    def encoder_params() -> list[torch.Tensor]:
+        return list(model.network.mimi.encoder.parameters())
+
+    assert model.can_clone and all(p.is_meta for p in encoder_params())  # not held while unused
+    voice = model.voice_from_recording(voice_recording)
+    assert not any(p.is_meta for p in encoder_params())
+    network = PocketNetwork(parse_config(yaml.safe_load(local.config_path.read_text())))
+    network.load_state_dict(load_file(str(local.weights_path)))
+    assert all(torch.equal(mine, theirs) for mine, theirs in zip(encoder_params(), network.mimi.encoder.parameters()))
+    again = model.voice_from_recording(voice_recording)  # the second voice reuses it
+    assert all(torch.equal(a, b) for (a, _), (b, _) in zip(voice.layers, again.layers))
+
+
+def test_an_encoder_gone_from_disk_is_a_voice_error(tmp_path: Path, voice_recording: Path) -> None:
+    local = local_architecture("english_2m_refl_2026-10", tmp_path)
+    model = load_model(str(local.config_path))
+    local.weights_path.unlink()
+    with pytest.raises(VoiceError, match="encoder cannot be loaded"):
         model.voice_from_recording(voice_recording)
 
 

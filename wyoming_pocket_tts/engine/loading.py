@@ -98,20 +98,24 @@ def build_model(
     if random_seed is not None:
         network = PocketNetwork(config)
         random_weights(network, random_seed)
-        weights_id, can_clone = f"random-{random_seed}", True
+        weights_id, can_clone, encoder_file = f"random-{random_seed}", True, None
     else:
         # Built without memory (meta device); the loaded tensors become the parameters, so
         # the weights are held once, not initialised and then overwritten.
         with torch.device("meta"):
             network = PocketNetwork(config)
-        weights_id, can_clone = _load_released_weights(network, config, hub, base_dir)
+        weights_id, local = _load_released_weights(network, config, hub, base_dir)
+        can_clone = local is not None
+        encoder_file = local
     model_id = model_id or _model_id(name, raw, weights_id)
     info = ModelInfo(name, model_id, languages, tuple(voices or {}), can_clone)
-    return TTSModel(network, tokenizer, config, info, dict(voices or {}), hub)
+    return TTSModel(network, tokenizer, config, info, dict(voices or {}), hub, encoder_file)
 
 
 def _load_released_weights(network: PocketNetwork, config: ModelConfig, hub: HubAccess,
-                           base_dir: Path | None) -> tuple[str, bool]:
+                           base_dir: Path | None) -> tuple[str, Path | None]:
+    """Load the first weights file available; returns its config path and, when it can
+    clone voices, the local file that `load_encoder` reads the encoder from later."""
     candidates = [p for p in (config.weights_path, config.weights_path_without_voice_cloning) if p]
     if not candidates:
         raise ModelLoadError("the model config names no weights (weights_path)")
@@ -124,10 +128,10 @@ def _load_released_weights(network: PocketNetwork, config: ModelConfig, hub: Hub
             logger.info("weights %s unavailable: %s", path, err)
             continue
         logger.info("loading weights %s", local)
-        can_clone = load_weights(network, local)
-        if not can_clone:
+        if not load_weights(network, local):
             logger.warning("these weights cannot clone voices; predefined voices and exported states still work")
-        return str(path), can_clone
+            return str(path), None
+        return str(path), local
     raise ModelLoadError("; ".join(failures))
 
 

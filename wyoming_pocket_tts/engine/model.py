@@ -21,9 +21,9 @@ import torch
 
 from .audio import end_on_pause, read_recording
 from .config import ModelConfig
-from .errors import TextError, VoiceError
+from .errors import ModelLoadError, TextError, VoiceError
 from .hub import HubAccess, resolve
-from .network import PocketNetwork
+from .network import PocketNetwork, load_encoder
 from .options import GenerationOptions
 from .text import TextRules, prepare, split_into_chunks
 from .tokenizer import Tokenizer
@@ -52,7 +52,9 @@ class ModelInfo:
 
 class TTSModel:
     def __init__(self, network: PocketNetwork, tokenizer: Tokenizer, config: ModelConfig, info: ModelInfo,
-                 voice_state_paths: dict[str, str], hub: HubAccess) -> None:
+                 voice_state_paths: dict[str, str], hub: HubAccess, encoder_file: Path | None = None) -> None:
+        """`encoder_file`: where the voice encoder's weights wait until a voice is first
+        encoded (None: they are loaded, or the model cannot clone)."""
         # Cores a request may use while only one of its two threads (FlowLM, decoder) works.
         self.threads = max(1, torch.get_num_threads())
         self.network = network.eval().requires_grad_(False)
@@ -62,6 +64,8 @@ class TTSModel:
         self.info = info
         self._voice_state_paths = voice_state_paths
         self._hub = hub
+        self._encoder_file = encoder_file
+        self._encoder_lock = threading.Lock()
         self.text_rules = TextRules(
             pad_short_inputs=config.pad_with_spaces_for_short_inputs,
             remove_semicolons=config.remove_semicolons,
@@ -111,6 +115,7 @@ class TTSModel:
                 "at https://huggingface.co/kyutai/pocket-tts and pass a read token "
                 "(--hf-token or HF_TOKEN); predefined voices work without it"
             )
+        self._load_encoder()
         prompt_audio = end_on_pause(audio, self.sample_rate)
         latents = self.network.mimi.encode(prompt_audio.unsqueeze(0))
         flow_lm = self.network.flow_lm
@@ -118,6 +123,17 @@ class TTSModel:
         caches = flow_lm.transformer.new_caches(self._empty_prefix(), capacity=prompt.shape[1])
         flow_lm.prefill(prompt, caches)
         return VoiceState(self.model_id, tuple((c.k, c.v) for c in caches))  # exactly the prompt's size
+
+    def _load_encoder(self) -> None:
+        with self._encoder_lock:
+            if self._encoder_file is None:
+                return
+            logger.info("loading the voice encoder from %s", self._encoder_file)
+            try:
+                load_encoder(self.network, self._encoder_file)
+            except ModelLoadError as err:
+                raise VoiceError(f"the voice encoder cannot be loaded: {err}") from None
+            self._encoder_file = None
 
     def voice_from_recording(self, path: str | Path) -> VoiceState:
         path = Path(path)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import torch
 from torch import nn
@@ -15,6 +17,9 @@ from .mimi import Mimi
 
 # Weights only the voice-cloning release carries: without them a voice cannot be encoded.
 CLONING_PREFIXES = ("mimi.encoder.", "mimi.encoder_transformer.", "mimi.downsample.", "flow_lm.speaker_proj_weight")
+# Weights only the voice encoder reads (~40 MB): loaded when a voice is first encoded, so a
+# server speaking with saved voices never holds them.
+ENCODER_PREFIXES = CLONING_PREFIXES[:3]
 
 
 class PocketNetwork(nn.Module):
@@ -26,15 +31,17 @@ class PocketNetwork(nn.Module):
 
 
 def load_weights(network: PocketNetwork, path: Path) -> bool:
-    """Load a released safetensors file into `network` (which may be on the meta device:
-    the file's tensors become its parameters); True when it can clone voices."""
+    """Load a released safetensors file into `network` (built on the meta device: the
+    file's tensors become its parameters), all but the encoder's (see `load_encoder`);
+    True when the file can clone voices."""
+    expected = {key: tuple(tensor.shape) for key, tensor in network.state_dict().items()}
     try:
-        weights = read_safetensors(path)
+        shapes = safetensors_shapes(path)
+        weights = read_safetensors(path, lambda key: not key.startswith(ENCODER_PREFIXES))
     except (OSError, ValueError, KeyError) as err:
         raise ModelLoadError(f"weights file {path} is missing or corrupt: {err}") from None
-    expected = network.state_dict()
-    unexpected = sorted(set(weights) - set(expected))
-    missing = sorted(set(expected) - set(weights))
+    unexpected = sorted(set(shapes) - set(expected))
+    missing = sorted(set(expected) - set(shapes))
     required_missing = [key for key in missing if not key.startswith(CLONING_PREFIXES)]
     if unexpected or required_missing:
         raise ModelLoadError(
@@ -42,16 +49,32 @@ def load_weights(network: PocketNetwork, path: Path) -> bool:
             f"{len(required_missing)} missing (e.g. {required_missing[:3]}), "
             f"{len(unexpected)} unexpected (e.g. {unexpected[:3]})"
         )
-    for key, tensor in weights.items():
-        if tensor.shape != expected[key].shape:
-            raise ModelLoadError(
-                f"weights file {path}: {key} has shape {tuple(tensor.shape)}, "
-                f"the config needs {tuple(expected[key].shape)}"
-            )
-    for key in missing:  # the encoder of a release without cloning: present, never used
-        weights[key] = torch.zeros(expected[key].shape, dtype=expected[key].dtype)
-    network.load_state_dict(weights, strict=True, assign=True)
+    for key, shape in shapes.items():
+        if shape != expected[key]:
+            raise ModelLoadError(f"weights file {path}: {key} has shape {shape}, the config needs {expected[key]}")
+    for key in missing:  # a release without cloning: never used, but the model reads its shape
+        if not key.startswith(ENCODER_PREFIXES):
+            weights[key] = torch.zeros(expected[key])
+    _assign(network, weights, expected_keys={key for key in expected if not key.startswith(ENCODER_PREFIXES)})
     return not missing
+
+
+def load_encoder(network: PocketNetwork, path: Path) -> None:
+    """Load the encoder's weights (left out by `load_weights`) from the same file."""
+    expected = {key for key in network.state_dict() if key.startswith(ENCODER_PREFIXES)}
+    try:
+        weights = read_safetensors(path, lambda key: key.startswith(ENCODER_PREFIXES))
+    except (OSError, ValueError, KeyError) as err:
+        raise ModelLoadError(f"weights file {path} is missing or corrupt: {err}") from None
+    _assign(network, weights, expected)
+
+
+def _assign(network: PocketNetwork, weights: dict[str, torch.Tensor], expected_keys: set[str]) -> None:
+    if set(weights) != expected_keys:
+        raise ModelLoadError(f"the weights file changed since loading: {sorted(expected_keys ^ set(weights))[:3]}")
+    with torch.inference_mode(False):
+        network.load_state_dict(weights, strict=False, assign=True)
+        network.requires_grad_(False)
 
 
 _DTYPES = {
@@ -61,8 +84,9 @@ _DTYPES = {
 }  # fmt: skip
 
 
-def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    """Read a safetensors file with plain reads into freshly allocated tensors.
+def read_safetensors(path: Path, select: Callable[[str], bool] = lambda key: True) -> dict[str, torch.Tensor]:
+    """Read the selected tensors of a safetensors file with plain reads into freshly
+    allocated tensors.
 
     Not memory-mapped on purpose: mapped weights would count once as file pages and again
     as the copy the first in-place operation makes, and a matrix-vector product streams
@@ -70,13 +94,9 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     """
     tensors = {}
     with open(path, "rb") as file:
-        header_size = int.from_bytes(file.read(8), "little")
-        if not 0 < header_size < 100_000_000:
-            raise ValueError("not a safetensors file")
-        header = json.loads(file.read(header_size))
-        data_start = 8 + header_size
+        header, data_start = _read_header(file)
         for name, entry in header.items():
-            if name == "__metadata__":
+            if not select(name):
                 continue
             start, end = entry["data_offsets"]
             tensor = torch.empty(entry["shape"], dtype=_DTYPES[entry["dtype"]])
@@ -87,6 +107,23 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
                 raise ValueError(f"{name}: file truncated")
             tensors[name] = tensor
     return tensors
+
+
+def safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor in a safetensors file, from its header alone."""
+    with open(path, "rb") as file:
+        header, _ = _read_header(file)
+    return {name: tuple(entry["shape"]) for name, entry in header.items()}
+
+
+def _read_header(file: BinaryIO) -> tuple[dict[str, Any], int]:
+    """The header's tensor entries (metadata left out) and where the data starts."""
+    header_size = int.from_bytes(file.read(8), "little")
+    if not 0 < header_size < 100_000_000:
+        raise ValueError("not a safetensors file")
+    header = json.loads(file.read(header_size))
+    header.pop("__metadata__", None)
+    return header, 8 + header_size
 
 
 def random_weights(network: PocketNetwork, seed: int = 0) -> None:
