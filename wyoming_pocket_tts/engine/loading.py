@@ -104,9 +104,8 @@ def build_model(
         # the weights are held once, not initialised and then overwritten.
         with torch.device("meta"):
             network = PocketNetwork(config)
-        weights_id, local = _load_released_weights(network, config, hub, base_dir)
-        can_clone = local is not None
-        encoder_file = local
+        weights_id, encoder_file = _load_released_weights(network, config, hub, base_dir)
+        can_clone = encoder_file is not None
     model_id = model_id or _model_id(name, raw, weights_id)
     info = ModelInfo(name, model_id, languages, tuple(voices or {}), can_clone)
     return TTSModel(network, tokenizer, config, info, dict(voices or {}), hub, encoder_file)

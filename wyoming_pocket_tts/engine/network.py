@@ -52,7 +52,7 @@ def load_weights(network: PocketNetwork, path: Path) -> bool:
     for key, shape in shapes.items():
         if shape != expected[key]:
             raise ModelLoadError(f"weights file {path}: {key} has shape {shape}, the config needs {expected[key]}")
-    for key in missing:  # a release without cloning: never used, but the model reads its shape
+    for key in missing:  # a release without cloning: unused, but a real tensor like every non-encoder weight
         if not key.startswith(ENCODER_PREFIXES):
             weights[key] = torch.zeros(expected[key])
     _assign(network, weights, expected_keys={key for key in expected if not key.startswith(ENCODER_PREFIXES)})
