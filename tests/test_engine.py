@@ -303,3 +303,20 @@ def test_decoding_latents_in_groups_equals_one_by_one(demo_model: TTSModel) -> N
         grouped = torch.cat([mimi.decode(latents[:, a:b], grouped_state) for a, b in ((0, 1), (1, 3), (3, 7))], dim=-1)
     assert one_by_one.shape == grouped.shape == (1, 1, 7 * demo_model.frame_size)
     assert torch.allclose(one_by_one, grouped, atol=1e-5)
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_a_prompt_computes_only_the_outputs_asked_for(demo_model: TTSModel, voice: VoiceState, outputs: int) -> None:
+    transformer = demo_model.network.flow_lm.transformer
+    prompt = torch.randn(1, 9, transformer.layers[0].norm1.normalized_shape[0], generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        full_caches = transformer.new_caches(list(voice.layers), capacity=9)
+        part_caches = transformer.new_caches(list(voice.layers), capacity=9)
+        full = transformer.forward_cached(prompt, full_caches)
+        part = transformer.forward_cached(prompt, part_caches, outputs=outputs)
+    assert part.shape == (1, outputs, prompt.shape[2])
+    assert torch.allclose(part, full[:, -outputs:], atol=1e-5)
+    for whole, partial in zip(full_caches, part_caches):  # every position's keys and values are cached
+        assert whole.length == partial.length
+        assert torch.equal(whole.k[:, :, : whole.length], partial.k[:, :, : partial.length])
+        assert torch.equal(whole.v[:, :, : whole.length], partial.v[:, :, : partial.length])

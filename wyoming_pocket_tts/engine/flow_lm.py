@@ -224,7 +224,7 @@ class FlowLM(nn.Module):
 
     def prefill(self, embeddings: torch.Tensor, caches: list[KVCache]) -> None:
         """Run a prompt (voice or text embeddings) through the transformer into the caches."""
-        self.transformer.forward_cached(embeddings, caches)
+        self.transformer.forward_cached(embeddings, caches, outputs=1)  # only the caches are read
 
     def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
         return self.conditioner(ids)
@@ -247,7 +247,7 @@ class FlowLM(nn.Module):
         x = self.input_linear(previous)
         if prompt is not None:
             x = torch.cat([prompt, x], dim=1)
-        hidden = self.transformer.forward_cached(x, caches)
+        hidden = self.transformer.forward_cached(x, caches, outputs=1)
         hidden = self.out_norm(hidden[:, -1])
         if self.z_proj is not None:
             hidden = self.z_proj(hidden)

@@ -104,17 +104,17 @@ class WindowCache:
 
 
 def attend_cached(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache) -> torch.Tensor:
-    """Causal attention of t new positions over everything cached before them and
-    themselves. q [B, H, t, D]; k, v [B, H_kv, t, D]; query heads are grouped over the
+    """Causal attention over everything cached and t new positions, for queries at the
+    last n of them. q [B, H, n, D]; k, v [B, H_kv, t, D]; query heads are grouped over the
     key/value heads (head h reads kv head h // group)."""
-    t = q.shape[2]
+    t, queries = k.shape[2], q.shape[2]
     start, end = cache.length, cache.length + t
     cache.k[:, :, start:end] = k
     cache.v[:, :, start:end] = v
     cache.length = end
     mask = None
-    if t > 1:  # query i sits at position start + i and may read keys up to it
-        mask = torch.arange(end).view(1, -1) <= torch.arange(start, end).view(-1, 1)
+    if queries > 1:  # query i sits at position end - n + i and may read keys up to it
+        mask = torch.arange(end).view(1, -1) <= torch.arange(end - queries, end).view(-1, 1)
     return F.scaled_dot_product_attention(
         q, cache.k[:, :, :end], cache.v[:, :, :end], attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1]
     )
@@ -227,18 +227,27 @@ class Transformer(nn.Module):
         self.num_kv_heads, self.head_dim = first.num_kv_heads, first.head_dim
         self.rotary = RotaryTable(first.head_dim, max_period)
 
-    def forward_cached(self, x: torch.Tensor, caches: list[KVCache]) -> torch.Tensor:
-        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_cached(q, k, v, caches[i]))
+    def forward_cached(self, x: torch.Tensor, caches: list[KVCache], outputs: int | None = None) -> torch.Tensor:
+        """x [B, t, C] after what `caches` hold; returns the last `outputs` positions'
+        outputs (all with None). Every position's keys and values go into the caches, but
+        the last layer's attention and feed-forward, which only make outputs, run for
+        the wanted positions alone: an eighth of a prompt's work with six layers."""
+        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_cached(q, k, v, caches[i]), outputs)
 
     def forward_window(self, x: torch.Tensor, caches: list[WindowCache]) -> torch.Tensor:
         context = self.context
         assert context is not None
         return self._layers(x, caches[0].position, lambda i, q, k, v: attend_window(q, k, v, caches[i], context))
 
-    def _layers(self, x: torch.Tensor, position: int, attend: Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        """Run every layer; `attend(layer index, q, k, v)` is the mode's attention."""
+    def _layers(self, x: torch.Tensor, position: int, attend: Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+                outputs: int | None = None) -> torch.Tensor:
+        """Run every layer; `attend(layer index, q, k, v)` is the mode's attention, and
+        the last layer computes only the last `outputs` positions (None: all)."""
+        last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
             q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, position)
+            if index == last and outputs is not None and outputs < x.shape[1]:
+                x, q = x[:, x.shape[1] - outputs :], q[:, :, q.shape[2] - outputs :]
             x = _add_scaled(x, layer.self_attn.output(attend(index, q, k, v)), layer.layer_scale_1)
             x = layer.feed_forward(x)
         return x
