@@ -72,9 +72,9 @@ class ResBlock(nn.Module):
         self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(channels, 3 * channels))
 
     def forward(self, x: torch.Tensor, modulation: torch.Tensor) -> torch.Tensor:
-        """`modulation` is this block's adaLN_modulation(condition)."""
-        shift, scale, gate = modulation.chunk(3, dim=-1)
-        return torch.addcmul(x, gate, self.mlp(_modulate(self.in_ln(x), shift, scale)))
+        """`modulation`: this block's rows of the stacked adaLN projection of the condition."""
+        shift, one_plus_scale, gate = modulation.chunk(3, dim=-1)
+        return torch.addcmul(x, gate, self.mlp(_modulate(self.in_ln(x), shift, one_plus_scale)))
 
 
 class FinalLayer(nn.Module):
@@ -85,8 +85,8 @@ class FinalLayer(nn.Module):
         self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(channels, 2 * channels))
 
     def forward(self, x: torch.Tensor, modulation: torch.Tensor) -> torch.Tensor:
-        shift, scale = modulation.chunk(2, dim=-1)
-        return self.linear(_modulate(F.layer_norm(x, (self.channels,), eps=1e-6), shift, scale))
+        shift, one_plus_scale = modulation.chunk(2, dim=-1)
+        return self.linear(_modulate(F.layer_norm(x, (self.channels,), eps=1e-6), shift, one_plus_scale))
 
 
 class SamplerHead(nn.Module):
