@@ -272,7 +272,10 @@ def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> N
 
 @pytest.mark.parametrize("shape", [(1, 64), (30, 64), (2, 5, 64)])
 @pytest.mark.parametrize("with_bias", [True, False])
-def test_the_float32_linear_kernel_computes_a_linear(shape: tuple[int, ...], with_bias: bool) -> None:
+@pytest.mark.parametrize("threads", [1, 2])  # one kernel per thread count
+def test_the_float32_linear_kernel_computes_a_linear(shape: tuple[int, ...], with_bias: bool, threads: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(shape, generator=generator)
     weight, bias = torch.randn(48, 64, generator=generator), torch.randn(48, generator=generator)

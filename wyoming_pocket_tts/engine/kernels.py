@@ -1,10 +1,18 @@
 """The matrix product behind every float32 layer.
 
-PyTorch's float32 `F.linear` calls MKL, whose products with few rows reach about half of
-what oneDNN (also inside PyTorch) does on this kind of CPU: measured on 2 cores, a 30-row
-prompt product ran at 64 vs 105 GFLOP/s, and a one-row product (one FlowLM step) streamed
-its weights at 17 vs 25 GB/s. oneDNN's entry point is an internal operator, so it is
-checked once against `F.linear`, which stays the fallback wherever it is missing.
+PyTorch's float32 `F.linear` calls MKL, and MKL runs a product with few rows on one
+thread whatever the thread count; oneDNN (also inside PyTorch) splits it. Measured here:
+
+* two threads (a request's first step, which has both cores): a 30-row prompt product ran
+  at 64 (MKL) vs 105 GFLOP/s (oneDNN), and a one-row product, streaming its weights from
+  memory, at 14 vs 17 GB/s;
+* one thread (every later step, beside the decoder; the decoder itself): MKL is the
+  faster, 15.5 vs 14 GB/s for a one-row product and 53-65 vs 41-55 GFLOP/s for the
+  decoder transformer's 16-64 rows.
+
+So `linear` takes MKL on one thread and oneDNN on more. oneDNN's entry point is an
+internal operator, so it is checked once against `F.linear`, which stays the fallback
+wherever it is missing.
 """
 
 from __future__ import annotations
@@ -41,8 +49,10 @@ def linear_kernel() -> LinearKernel:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x @ weight.T + bias, float32, for x [..., in] and a contiguous weight [out, in]."""
-    return linear_kernel()(x, weight, bias)
+    """x @ weight.T + bias, float32, for x [..., in] and a contiguous weight [out, in],
+    by the faster kernel for the calling thread's thread count."""
+    kernel = F.linear if torch.get_num_threads() == 1 else linear_kernel()
+    return kernel(x, weight, bias)
 
 
 class Linear(nn.Linear):
