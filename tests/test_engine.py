@@ -306,6 +306,9 @@ def test_decoding_latents_in_groups_equals_one_by_one(demo_model: TTSModel) -> N
         grouped = torch.cat([mimi.decode(latents[:, a:b], grouped_state) for a, b in ((0, 1), (1, 3), (3, 7))], dim=-1)
     assert one_by_one.shape == grouped.shape == (1, 1, 7 * demo_model.frame_size)
     assert torch.allclose(one_by_one, grouped, atol=1e-5)
+    # between calls the decoder keeps the tails it needs, not the activations they came from
+    carried = list(grouped_state.conv_memory.values())
+    assert carried and all(t.untyped_storage().nbytes() == t.nbytes for t in carried)
 
 
 @pytest.mark.parametrize("outputs", [1, 3])

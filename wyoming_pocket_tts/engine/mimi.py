@@ -56,7 +56,9 @@ class StreamingConv1d(nn.Module):
                 else:
                     previous = x.new_zeros(x.shape[0], self.history, x.shape[2])
             x = torch.cat([previous, x], dim=1)
-            memory[self] = x[:, -self.history :]
+            # A copy, not a view: a view would keep the whole input alive until the next
+            # call, megabytes per layer that the allocator then cannot reuse.
+            memory[self] = x[:, -self.history :].clone()
         conv = self.conv
         if conv.groups != 1:
             return conv(x.transpose(1, 2)).transpose(1, 2)
@@ -116,9 +118,9 @@ class StreamingConvTranspose1d(nn.Module):
             y_blocks[:, 0] = first[:, 0]
         else:
             torch.add(first[:, 0], pending, out=y_blocks[:, 0])
-        memory[self] = second[:, -1]
+        memory[self] = second[:, -1].clone()  # not a view of the whole product (see StreamingConv1d)
         y = y.view(b, steps * self.stride, channels)
-        return y if self.convtr.bias is None else y + self.convtr.bias
+        return y if self.convtr.bias is None else y.add_(self.convtr.bias)  # y is ours: no new buffer
 
     def _blocks(self, x: torch.Tensor) -> torch.Tensor | None:
         conv = self.convtr
@@ -150,7 +152,7 @@ class StreamingConvTranspose1d(nn.Module):
                 y[..., : self.overlap] += pending
             tail = y[..., -self.overlap :]
             # The bias is added once, by the call that completes these samples.
-            memory[self] = tail if self.convtr.bias is None else tail - self.convtr.bias[:, None]
+            memory[self] = tail.clone() if self.convtr.bias is None else tail - self.convtr.bias[:, None]
             y = y[..., : -self.overlap]
         return y.transpose(1, 2)
 
@@ -165,7 +167,7 @@ class ResnetBlock(nn.Module):
         ])  # fmt: skip
 
     def forward(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
-        return x + _stream(self.block, x, memory)
+        return _stream(self.block, x, memory).add_(x)  # the block's output is a fresh tensor
 
 
 def _stream(layers: nn.ModuleList, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
