@@ -245,6 +245,21 @@ def test_the_encoder_is_loaded_when_a_voice_is_first_encoded(tmp_path: Path, voi
     assert all(torch.equal(a, b) for (a, _), (b, _) in zip(voice.layers, again.layers))
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the process's mappings from /proc")
+def test_the_text_table_stays_in_the_weights_file(tmp_path: Path) -> None:
+    local = local_architecture("english_2m_refl_2026-10", tmp_path)
+    model = load_model(str(local.config_path))
+    table = model.network.flow_lm.conditioner.embed.weight
+    assert torch.equal(table, load_file(str(local.weights_path))["flow_lm.conditioner.embed.weight"])
+    address, files = table.data_ptr(), []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split()
+        start, end = (int(bound, 16) for bound in fields[0].split("-"))
+        if start <= address < end:
+            files.append(fields[5] if len(fields) > 5 else "anonymous memory")
+    assert files == [str(local.weights_path.resolve())]  # mapped, so only the rows looked up are read
+
+
 def test_an_encoder_gone_from_disk_is_a_voice_error(tmp_path: Path, voice_recording: Path) -> None:
     local = local_architecture("english_2m_refl_2026-10", tmp_path)
     model = load_model(str(local.config_path))

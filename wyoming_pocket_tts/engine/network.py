@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -20,6 +22,9 @@ CLONING_PREFIXES = ("mimi.encoder.", "mimi.encoder_transformer.", "mimi.downsamp
 # Weights only the voice encoder reads (~40 MB): loaded when a voice is first encoded, so a
 # server speaking with saved voices never holds them.
 ENCODER_PREFIXES = CLONING_PREFIXES[:3]
+# Read through a memory map of the file: a request looks up a few dozen rows of the text
+# table (16 MB for English), so only their pages are ever resident.
+MAPPED_KEYS = frozenset({"flow_lm.conditioner.embed.weight"})
 
 
 class PocketNetwork(nn.Module):
@@ -37,7 +42,7 @@ def load_weights(network: PocketNetwork, path: Path) -> bool:
     expected = {key: tuple(tensor.shape) for key, tensor in network.state_dict().items()}
     try:
         shapes = safetensors_shapes(path)
-        weights = read_safetensors(path, lambda key: not key.startswith(ENCODER_PREFIXES))
+        weights = read_safetensors(path, lambda key: not key.startswith(ENCODER_PREFIXES), mapped=MAPPED_KEYS)
     except (OSError, ValueError, KeyError) as err:
         raise ModelLoadError(f"weights file {path} is missing or corrupt: {err}") from None
     unexpected = sorted(set(shapes) - set(expected))
@@ -84,13 +89,16 @@ _DTYPES = {
 }  # fmt: skip
 
 
-def read_safetensors(path: Path, select: Callable[[str], bool] = lambda key: True) -> dict[str, torch.Tensor]:
+def read_safetensors(path: Path, select: Callable[[str], bool] = lambda key: True,
+                     mapped: frozenset[str] = frozenset()) -> dict[str, torch.Tensor]:
     """Read the selected tensors of a safetensors file with plain reads into freshly
-    allocated tensors.
+    allocated tensors, except those named in `mapped`, which are copy-on-write views of a
+    memory map of the file.
 
-    Not memory-mapped on purpose: mapped weights would count once as file pages and again
-    as the copy the first in-place operation makes, and a matrix-vector product streams
-    faster from ordinary (huge-page backed) memory than from a file mapping.
+    Weights that every frame reads are not mapped: they would count once as file pages
+    and again as the copy the first in-place operation makes, and a matrix-vector
+    product streams faster from ordinary memory than from a file mapping. A lookup table
+    is the opposite case: only the rows looked up are ever read.
     """
     tensors = {}
     with open(path, "rb") as file:
@@ -99,11 +107,17 @@ def read_safetensors(path: Path, select: Callable[[str], bool] = lambda key: Tru
             if not select(name):
                 continue
             start, end = entry["data_offsets"]
-            tensor = torch.empty(entry["shape"], dtype=_DTYPES[entry["dtype"]])
-            if tensor.nbytes != end - start:
-                raise ValueError(f"{name}: {end - start} bytes for shape {entry['shape']}")
+            dtype, shape = _DTYPES[entry["dtype"]], entry["shape"]
+            nbytes = math.prod(shape) * dtype.itemsize
+            if nbytes != end - start:
+                raise ValueError(f"{name}: {end - start} bytes for shape {shape}")
+            if name in mapped and nbytes:
+                raw = np.memmap(file, dtype=np.uint8, mode="c", offset=data_start + start, shape=(nbytes,))
+                tensors[name] = torch.from_numpy(raw).view(dtype).view(shape)
+                continue
+            tensor = torch.empty(shape, dtype=dtype)
             file.seek(data_start + start)
-            if tensor.nbytes and file.readinto(memoryview(tensor.view(-1).view(torch.uint8).numpy())) != tensor.nbytes:
+            if nbytes and file.readinto(memoryview(tensor.view(-1).view(torch.uint8).numpy())) != nbytes:
                 raise ValueError(f"{name}: file truncated")
             tensors[name] = tensor
     return tensors
