@@ -1,7 +1,7 @@
 """The matrix product behind every float32 layer.
 
-PyTorch's float32 `F.linear` calls MKL, and MKL runs a product with few rows on one
-thread whatever the thread count; oneDNN (also inside PyTorch) splits it. Measured here:
+PyTorch's float32 `F.linear` calls MKL, whose products with few rows gain little from a
+second thread; oneDNN (also inside PyTorch) splits them better. Measured here:
 
 * two threads (a request's first step, which has both cores): a 30-row prompt product ran
   at 64 (MKL) vs 105 GFLOP/s (oneDNN), and a one-row product, streaming its weights from
