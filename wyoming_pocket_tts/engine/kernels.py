@@ -5,10 +5,10 @@ second thread; oneDNN (also inside PyTorch) splits them better. Measured here:
 
 * two threads (a request's first step, which has both cores): a 30-row prompt product ran
   at 64 (MKL) vs 105 GFLOP/s (oneDNN), and a one-row product, streaming its weights from
-  memory, at 14 vs 17 GB/s;
+  memory, at 14.0-14.3 vs 16.7-17.3 GB/s;
 * one thread (every later step, beside the decoder; the decoder itself): MKL is the
-  faster, 15.5 vs 14 GB/s for a one-row product and 53-65 vs 41-55 GFLOP/s for the
-  decoder transformer's 16-64 rows.
+  faster, 14.7-15.5 vs 12.8-14.0 GB/s for a one-row product, and 43-66 vs 39-60 GFLOP/s
+  for the decoder transformer's products of 16-64 rows (faster in 11 of 12 shapes).
 
 So `linear` takes MKL on one thread and oneDNN on more. oneDNN's entry point is an
 internal operator, so it is checked once against `F.linear`, which stays the fallback
