@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from proc_status import status_kib  # noqa: E402 -- a sibling module of this script
+
 ONE_SENTENCE = "Turn on the kitchen lights, please."
 LONG_TEXT = (
     "The weather today is sunny with a light breeze from the west. "
@@ -92,14 +94,8 @@ def peak_rss_mb() -> float:
     """This process's peak resident memory. On Linux, VmHWM: ru_maxrss would also count
     the parent's resident memory at the moment it spawned us (the kernel carries the old
     address space's peak over an exec), and the parent holds a model."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = status_kib("VmHWM")
+    return (peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024
 
 
 def worker(args: argparse.Namespace) -> None:

@@ -30,6 +30,7 @@ import soundfile
 # Run from a checkout without installing: the repository root holds the package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from proc_status import status_kib  # noqa: E402 -- a sibling module of this script
 from wyoming_pocket_tts import engine  # noqa: E402
 from wyoming_pocket_tts.voices import VoiceLibrary, VoiceLibraryConfig  # noqa: E402
 
@@ -127,11 +128,7 @@ def rss_child(model_name: str, real_weights: bool, data_dir: Path, voices_dir: P
 
 
 def _rss_bytes() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return (status_kib("VmRSS") or 0) * 1024
 
 
 def _rss_bytes_trimmed() -> int:
