@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import soundfile
 import torch
+import torch.nn.functional as F
 import yaml
 from safetensors.torch import load_file
 
@@ -298,6 +299,14 @@ def test_the_float32_linear_kernel_computes_a_linear(shape: tuple[int, ...], wit
     assert torch.allclose(linear(x, weight, bias if with_bias else None), expected, atol=1e-4)
     strided = x.transpose(0, -1).contiguous().transpose(0, -1)  # same values, other memory layout
     assert torch.allclose(linear(strided, weight), x @ weight.T, atol=1e-4)
+
+
+def test_the_codec_elu_is_torch_elu() -> None:
+    x = torch.cat([torch.linspace(-100, 100, 20001), torch.tensor([0.0, -0.0, 1e-30, -1e-30, float("inf"), float("-inf")])])
+    ours, torchs = mimi_module.elu(x), F.elu(x)
+    assert torch.allclose(ours, torchs, rtol=0, atol=2e-7)
+    assert torch.equal(ours[x > 0], x[x > 0])  # the positive side is x itself, exactly
+    assert torch.isnan(mimi_module.elu(torch.tensor([float("nan")]))).all()
 
 
 def test_the_encoder_streams_a_recording_exactly_as_one_pass(demo_model: TTSModel, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -172,8 +172,19 @@ class ResnetBlock(nn.Module):
 
 def _stream(layers: nn.ModuleList, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
     for layer in layers:
-        x = F.elu(x) if isinstance(layer, nn.ELU) else layer(x, memory)
+        x = elu(x) if isinstance(layer, nn.ELU) else layer(x, memory)
     return x
+
+
+def elu(x: torch.Tensor) -> torch.Tensor:
+    """ELU (alpha 1): x where x > 0, else exp(x) - 1.
+
+    Written as exp(min(x, 0)) - 1 + max(x, 0) because PyTorch's `F.elu` computes
+    `expm1`, which on this kind of CPU (AVX2) costs twice an `exp`: the codec decoder
+    runs ten ELUs per frame over half a million values, and this form takes 0.6x the
+    time. The two differ by about a float32 rounding of 1 (1e-7) at most.
+    """
+    return torch.exp(torch.clamp(x, max=0)).sub_(1).add_(torch.relu(x))
 
 
 class SEANetEncoder(nn.Module):
