@@ -309,6 +309,22 @@ def test_the_codec_elu_is_torch_elu() -> None:
     assert torch.isnan(mimi_module.elu(torch.tensor([float("nan")]))).all()
 
 
+@pytest.mark.parametrize(
+    ("in_ch", "kernel", "stride", "dilation", "batch"),
+    [(32, 3, 1, 1, 1), (32, 3, 1, 2, 2), (64, 7, 1, 1, 1), (4, 7, 1, 1, 1), (32, 4, 2, 1, 1), (32, 1, 1, 1, 2)],
+)  # products per tap (batch 1 and 2, dilated), windows (few channels, strided), pointwise
+def test_a_streamed_convolution_is_torch_conv1d(in_ch: int, kernel: int, stride: int, dilation: int, batch: int) -> None:
+    generator = torch.Generator().manual_seed(0)
+    conv = mimi_module.StreamingConv1d(in_ch, 24, kernel, stride=stride, dilation=dilation)
+    x = torch.randn(batch, 40, in_ch, generator=generator)  # time-major
+    memory: mimi_module.ConvMemory = {}
+    with torch.inference_mode():
+        first, second = conv(x[:, :20], memory), conv(x[:, 20:], memory)
+        padded = torch.cat([x.new_zeros(batch, conv.history, in_ch), x], dim=1).transpose(1, 2)
+        expected = F.conv1d(padded, conv.conv.weight, conv.conv.bias, stride=stride, dilation=dilation).transpose(1, 2)
+    assert torch.allclose(torch.cat([first, second], dim=1), expected, atol=1e-5)
+
+
 def test_the_encoder_streams_a_recording_exactly_as_one_pass(demo_model: TTSModel, monkeypatch: pytest.MonkeyPatch) -> None:
     audio = demo_voice_audio(demo_model.sample_rate, 2.0)[None]  # [1, 1, samples]
     mimi = demo_model.network.mimi
