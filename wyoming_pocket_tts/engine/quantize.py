@@ -26,6 +26,11 @@ from .flow_lm import SamplerHead
 from .layers import Transformer
 
 
+# The operator itself, looked up once: resolving `torch.ops.quantized.linear_dynamic` and
+# its overload on every call costs ~10 us, against ~30 us for a whole small product.
+_LINEAR_DYNAMIC = torch.ops.quantized.linear_dynamic.default
+
+
 def _select_engine() -> None:
     wanted = "qnnpack" if platform.machine().lower() in ("arm64", "aarch64") else "fbgemm"
     if wanted in torch.backends.quantized.supported_engines:
@@ -47,7 +52,7 @@ class Int8Linear(nn.Module):
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.quantized.linear_dynamic(x, self.packed, True)
+        return _LINEAR_DYNAMIC(x, self.packed, True)
 
 
 def quantize_transformer(transformer: Transformer) -> int:
