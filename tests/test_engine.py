@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -93,6 +95,36 @@ def test_two_threads_give_the_serial_audio_and_leave_the_voice_untouched(demo_mo
         np.testing.assert_array_equal(results[index], expected)
     for (k, _), old in zip(voice.layers, before):
         assert torch.equal(k, old)
+
+
+def test_the_first_frame_has_every_core_in_the_callers_thread(demo_model: TTSModel, voice: VoiceState,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first step and decode run where the caller runs, with every core; the later
+    steps in the FlowLM thread and the later decodes beside them, one core each."""
+    calls: list[tuple[str, str, int]] = []
+    flow_lm, mimi = demo_model.network.flow_lm, demo_model.network.mimi
+
+    def recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            calls.append((kind, threading.current_thread().name, torch.get_num_threads()))
+            return method(*args, **kwargs)
+        return spy
+
+    monkeypatch.setattr(demo_model, "threads", 2)
+    monkeypatch.setattr(flow_lm, "step", recording("step", flow_lm.step))
+    monkeypatch.setattr(mimi, "decode", recording("decode", mimi.decode))
+    caller = threading.current_thread().name
+    threads_before = torch.get_num_threads()
+    try:
+        frames = list(demo_model.synthesize(TEXT, voice, SEEDED))
+    finally:
+        torch.set_num_threads(threads_before)
+    steps = [call for call in calls if call[0] == "step"]
+    decodes = [call for call in calls if call[0] == "decode"]
+    assert len(steps) == len(frames) > 3
+    assert calls[:2] == [("step", caller, 2), ("decode", caller, 2)]
+    assert set(steps[1:]) == {("step", "flow-lm", 1)}
+    assert set(decodes[1:]) == {("decode", caller, 1)}
 
 
 def test_cancel_stops_within_one_frame(demo_model: TTSModel, voice: VoiceState) -> None:

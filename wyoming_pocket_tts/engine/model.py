@@ -37,7 +37,8 @@ EXTRA_SECONDS = 2.0
 # Before speech starts, the EOS logit of some voices crosses the threshold: ignore it.
 MIN_FRAMES_BEFORE_EOS = 6
 FADE_IN_SECONDS = 0.005
-DECODER_GROUPS = (1, 1, 1, 2, 2, 4)
+# Frames per decoder call after a chunk's first frame, which is decoded alone (see _decoder_groups).
+DECODER_GROUPS = (1, 1, 2, 2, 4)
 MAX_TEXT_CHARS = 20_000
 
 
@@ -237,17 +238,30 @@ class SpeechSession:
 
     def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
         plan = self._plan(chunk)
-        # The FlowLM runs in a thread of its own, a frame ahead of the decoder (in the
-        # caller's thread): on two cores the two halves overlap. Except for the first
-        # frame: the FlowLM waits until it is decoded, so that each half in turn has every
-        # core and the first audio comes as early as possible.
+        stop = threading.Event()
+        latents = self._latents(plan, stop)
+        # The first frame is made in this thread with every core, its step and then its
+        # decoding, for the earliest audio. Only then does the FlowLM move to a thread
+        # of its own, a frame ahead of the decoder, one core each: on two cores the two
+        # halves overlap. Keeping every multi-threaded product in this thread (a
+        # long-lived one in the server) means one team of worker threads, kept warm,
+        # rather than a fresh team per chunk that a new FlowLM thread would start
+        # (measured: 5-13 ms more for the first step) and that idles beside the decoder.
+        torch.set_num_threads(self.model.threads)
+        first = next(latents, None)
+        if first is None:
+            return
+        first_audio = self._decode_group(first)
+        torch.set_num_threads(1)
         handoff: queue.Queue[torch.Tensor | BaseException | None] = queue.Queue()
-        stop, first_decoded = threading.Event(), threading.Event()
-        producer = threading.Thread(target=self._produce, args=(plan, handoff, stop, first_decoded), name="flow-lm",
-                                    daemon=True)
+        producer = threading.Thread(target=_produce, args=(latents, handoff), name="flow-lm", daemon=True)
         producer.start()
         try:
-            yield from self._decode(_drain(handoff), first_decoded)
+            yield from self._frames(first_audio)
+            for group in _decoder_groups(_drain(handoff), DECODER_GROUPS):
+                if self.cancel.is_set():
+                    continue  # the latents stop within a frame
+                yield from self._frames(self._decode_group(group))
         finally:
             stop.set()
             producer.join()
@@ -258,24 +272,9 @@ class SpeechSession:
         max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * self.model.network.mimi.frame_rate)
         return ChunkPlan(ids, max_frames, self._frames_after_eos(prepared.frames_after_eos))
 
-    def _produce(self, plan: ChunkPlan, handoff: queue.Queue, stop: threading.Event,
-                 first_decoded: threading.Event) -> None:
-        try:
-            for frame, latent in enumerate(self._latents(plan, stop)):
-                handoff.put(latent)
-                while frame == 0 and not first_decoded.wait(0.05):
-                    if stop.is_set() or self.cancel.is_set():
-                        break
-        except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which re-raises
-            handoff.put(err)
-        handoff.put(None)
-
     def _latents(self, plan: ChunkPlan, stop: threading.Event) -> Iterator[torch.Tensor]:
         """The chunk's latents, one per frame, until end of speech, the cap, or a stop."""
         flow_lm = self.model.network.flow_lm
-        # Until the first latent exists the decoder has nothing to do: the prompt and the
-        # first step may use every core; after that, one each for the FlowLM and decoder.
-        torch.set_num_threads(self.model.threads)
         with torch.inference_mode():
             caches = flow_lm.transformer.new_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
             prompt: torch.Tensor | None = flow_lm.embed_text(torch.tensor([plan.ids]))  # read with the first step
@@ -287,8 +286,6 @@ class SpeechSession:
             with torch.inference_mode():
                 step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps, prompt)
             prompt = None
-            if frame == 0:
-                torch.set_num_threads(1)
             if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
                 eos_frame = frame
             if eos_frame is not None and frame >= eos_frame + plan.frames_after_eos:
@@ -297,44 +294,52 @@ class SpeechSession:
             previous = step.latent
         logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
 
-    def _decode(self, latents: Iterator[torch.Tensor], first_decoded: threading.Event) -> Iterator[np.ndarray]:
+    def _decode_group(self, group: torch.Tensor) -> np.ndarray:
+        """Audio [frames * frame_size] for latents [1, frames, dim], continuing the decoder."""
         model = self.model
         flow_lm, mimi = model.network.flow_lm, model.network.mimi
-        torch.set_num_threads(model.threads)  # the first frame has every core
-        for group in _decoder_groups(latents):
+        with torch.inference_mode():
+            fresh = self.decoder.frames_decoded == 0
+            audio = mimi.decode(group * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
+            if fresh:
+                # A fresh decoder starts with a small step: fade it in so it is not a click.
+                fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
+                audio[: fade.numel()] *= fade
+        return audio.numpy().copy()
+
+    def _frames(self, audio: np.ndarray) -> Iterator[np.ndarray]:
+        for frame in audio.reshape(-1, self.model.frame_size):
             if self.cancel.is_set():
-                continue  # the latents stop within a frame
-            with torch.inference_mode():
-                fresh = self.decoder.frames_decoded == 0
-                audio = mimi.decode(group * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
-                if fresh:
-                    # A fresh decoder starts with a small step: fade it in so it is not a click.
-                    fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
-                    audio[: fade.numel()] *= fade
-            if not first_decoded.is_set():
-                torch.set_num_threads(1)  # from now on the FlowLM thread has the other core
-                first_decoded.set()
-            for frame in audio.numpy().copy().reshape(-1, model.frame_size):
-                if self.cancel.is_set():
-                    break  # frames of a group already decoded are dropped too
-                yield frame
+                return  # frames of a group already decoded are dropped too
+            yield frame
 
 
-def _decoder_groups(latents: Iterator[torch.Tensor]) -> Iterator[torch.Tensor]:
-    """Latents grouped as DECODER_GROUPS says (its last size repeating): one at a time at
-    first, for the earliest audio; then in pairs and fours, which the decoder runs with a
-    quarter of the per-frame overhead (and so takes the interpreter lock from the FlowLM
-    thread less often), once 240 ms of audio are out to cover the wait. The grouping is
-    fixed, never "whatever is waiting": a seeded request's audio (whose rounding depends
-    on it) must not depend on timing."""
-    sizes = iter(DECODER_GROUPS)
-    size = next(sizes)
+def _produce(latents: Iterator[torch.Tensor], handoff: queue.Queue) -> None:
+    """FlowLM thread: the rest of the chunk's latents onto `handoff`, then None."""
+    torch.set_num_threads(1)  # the decoder has the other core
+    try:
+        for latent in latents:
+            handoff.put(latent)
+    except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which re-raises
+        handoff.put(err)
+    handoff.put(None)
+
+
+def _decoder_groups(latents: Iterator[torch.Tensor], sizes: tuple[int, ...]) -> Iterator[torch.Tensor]:
+    """Latents grouped as `sizes` says (its last size repeating): one at a time at
+    first, for the earliest audio; then in pairs and fours (DECODER_GROUPS), which the
+    decoder runs with a quarter of the per-frame overhead (and so takes the interpreter
+    lock from the FlowLM thread less often), once 240 ms of audio are out to cover the
+    wait. The grouping is fixed, never "whatever is waiting": a seeded request's audio
+    (whose rounding depends on it) must not depend on timing."""
+    remaining = iter(sizes)
+    size = next(remaining)
     group: list[torch.Tensor] = []
     for latent in latents:
         group.append(latent)
         if len(group) == size:
             yield torch.cat(group, dim=1)
-            group, size = [], next(sizes, size)
+            group, size = [], next(remaining, size)
     if group:
         yield torch.cat(group, dim=1)
 
