@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -276,6 +278,24 @@ def test_the_encoder_is_loaded_when_a_voice_is_first_encoded(tmp_path: Path, voi
     assert all(torch.equal(mine, theirs) for mine, theirs in zip(encoder_params(), network.mimi.encoder.parameters()))
     again = model.voice_from_recording(voice_recording)  # the second voice reuses it
     assert all(torch.equal(a, b) for (a, _), (b, _) in zip(voice.layers, again.layers))
+
+
+def test_loading_and_speaking_leave_sympy_unimported(tmp_path: Path, voice_recording: Path) -> None:
+    """Some operators on the meta device run Python decompositions that import sympy:
+    34 MB resident for the life of the server, for nothing. A fresh process, as served."""
+    local = local_architecture("english_2m_refl_2026-10", tmp_path)
+    script = (
+        "import sys\n"
+        "from wyoming_pocket_tts.engine import load_model\n"
+        f"model = load_model({str(local.config_path)!r})\n"
+        f"voice = model.voice_from_recording({str(voice_recording)!r})\n"
+        "frames = sum(1 for _ in model.synthesize('Hello there.', voice))\n"
+        "print(frames, sorted(m for m in sys.modules if m.split('.')[0] == 'sympy')[:3])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    frames, imported = result.stdout.strip().split(" ", 1)
+    assert int(frames) > 0
+    assert imported == "[]"
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the process's mappings from /proc")

@@ -196,9 +196,11 @@ class FlowLM(nn.Module):
         )
         self.register_buffer("emb_std", torch.ones(latent_dim))
         self.register_buffer("emb_mean", torch.zeros(latent_dim))
-        self.bos_emb = nn.Parameter(torch.randn(latent_dim))
+        # Filled by the weights (or `random_weights`). Not torch.randn: on the meta device
+        # that draws in sympy through a Python decomposition, 34 MB resident for good.
+        self.bos_emb = nn.Parameter(torch.empty(latent_dim))
         if config.insert_bos_before_voice:
-            self.bos_before_voice = nn.Parameter(torch.randn(1, 1, d_model))
+            self.bos_before_voice = nn.Parameter(torch.empty(1, 1, d_model))
         self.insert_bos_before_voice = config.insert_bos_before_voice
         self.speaker_proj_weight = nn.Parameter(torch.zeros(d_model, voice_dim))
         self.input_linear = Linear(latent_dim, d_model, bias=False)
