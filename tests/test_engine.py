@@ -32,7 +32,7 @@ from wyoming_pocket_tts.engine import (
 from wyoming_pocket_tts.engine import mimi as mimi_module
 from wyoming_pocket_tts.engine.config import parse_config
 from wyoming_pocket_tts.engine.demo import demo_voice_audio
-from wyoming_pocket_tts.engine.kernels import linear
+from wyoming_pocket_tts.engine.kernels import inference, linear
 from wyoming_pocket_tts.engine.network import PocketNetwork
 from wyoming_pocket_tts.engine.quantize import Int8Linear
 
@@ -127,6 +127,60 @@ def test_the_first_frame_has_every_core_in_the_callers_thread(demo_model: TTSMod
     assert calls[:2] == [("step", caller, 2), ("decode", caller, 2)]
     assert set(steps[1:]) == {("step", "flow-lm", 1)}
     assert set(decodes[1:]) == {("decode", caller, 1)}
+
+
+class _Probe(torch.Tensor):
+    """A tensor subclass that counts how often its `__torch_function__` is consulted."""
+
+    consulted = 0
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        cls.consulted += 1
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _overrides_consulted(probe: torch.Tensor) -> bool:
+    before = _Probe.consulted
+    torch.add(probe, 1)
+    return _Probe.consulted > before
+
+
+def test_frames_are_made_in_inference_mode_without_subclass_overrides(
+        demo_model: TTSModel, voice: VoiceState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking every argument for a `__torch_function__` override costs an int8 product
+    half its time (kernels.inference): each step and decode, in any thread, skips it."""
+    probe = torch.zeros(1).as_subclass(_Probe)
+    assert _overrides_consulted(probe)  # the probe works out here
+    modes: list[tuple[str, bool, bool]] = []
+    flow_lm, mimi = demo_model.network.flow_lm, demo_model.network.mimi
+
+    def recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            modes.append((kind, torch.is_inference_mode_enabled(), _overrides_consulted(probe)))
+            return method(*args, **kwargs)
+        return spy
+
+    monkeypatch.setattr(flow_lm, "step", recording("step", flow_lm.step))
+    monkeypatch.setattr(mimi, "decode", recording("decode", mimi.decode))
+    frames = list(demo_model.synthesize(TEXT, voice, SEEDED))
+    assert len(frames) > 3
+    assert set(modes) == {("step", True, False), ("decode", True, False)}
+
+
+def test_an_int8_product_is_the_same_without_subclass_overrides() -> None:
+    generator = torch.Generator().manual_seed(0)
+    float_linear = torch.nn.Linear(64, 48)
+    with torch.no_grad():
+        float_linear.weight.copy_(torch.randn(48, 64, generator=generator))
+    int8_linear = Int8Linear(float_linear)
+    x = torch.randn(2, 3, 64, generator=generator)
+    with torch.inference_mode():
+        plain = int8_linear(x)
+    with inference():
+        fast = int8_linear(x)
+    assert torch.equal(plain, fast)
+    assert (fast - float_linear(x).detach()).abs().max() < 0.05 * float_linear(x).abs().max()
 
 
 def test_cancel_stops_within_one_frame(demo_model: TTSModel, voice: VoiceState) -> None:

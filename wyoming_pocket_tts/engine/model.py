@@ -23,6 +23,7 @@ from .audio import end_on_pause, read_recording
 from .config import ModelConfig
 from .errors import ModelLoadError, TextError, VoiceError
 from .hub import HubAccess, resolve
+from .kernels import inference
 from .network import PocketNetwork, load_encoder
 from .options import GenerationOptions
 from .text import TextRules, prepare, split_into_chunks
@@ -107,7 +108,7 @@ class TTSModel:
         return self.network.mimi.frame_size
 
     # -- voices ------------------------------------------------------------------------
-    @torch.inference_mode()
+    @inference()
     def voice_from_audio(self, audio: torch.Tensor) -> VoiceState:
         """Encode 24 kHz mono audio [1, samples] into a voice state."""
         if not self.can_clone:
@@ -275,7 +276,7 @@ class SpeechSession:
     def _latents(self, plan: ChunkPlan, stop: threading.Event) -> Iterator[torch.Tensor]:
         """The chunk's latents, one per frame, until end of speech, the cap, or a stop."""
         flow_lm = self.model.network.flow_lm
-        with torch.inference_mode():
+        with inference():
             caches = flow_lm.transformer.new_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
             prompt: torch.Tensor | None = flow_lm.embed_text(torch.tensor([plan.ids]))  # read with the first step
         previous: torch.Tensor | None = None
@@ -283,7 +284,7 @@ class SpeechSession:
         for frame in range(plan.max_frames):
             if stop.is_set() or self.cancel.is_set():
                 return
-            with torch.inference_mode():
+            with inference():
                 step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps, prompt)
             prompt = None
             if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
@@ -298,7 +299,7 @@ class SpeechSession:
         """Audio [frames * frame_size] for latents [1, frames, dim], continuing the decoder."""
         model = self.model
         flow_lm, mimi = model.network.flow_lm, model.network.mimi
-        with torch.inference_mode():
+        with inference():
             fresh = self.decoder.frames_decoded == 0
             audio = mimi.decode(group * flow_lm.emb_std + flow_lm.emb_mean, self.decoder)[0, 0]
             if fresh:
