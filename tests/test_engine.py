@@ -99,22 +99,31 @@ def test_two_threads_give_the_serial_audio_and_leave_the_voice_untouched(demo_mo
         assert torch.equal(k, old)
 
 
+def _observe_steps_and_decodes(model: TTSModel, monkeypatch: pytest.MonkeyPatch,
+                               observe: Callable[[str], Any]) -> list[Any]:
+    """Patch the model's FlowLM step and Mimi decode so that each call first appends
+    `observe("step")` or `observe("decode")`, made in the calling thread, to the list returned."""
+    seen: list[Any] = []
+    flow_lm, mimi = model.network.flow_lm, model.network.mimi
+
+    def spying(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            seen.append(observe(kind))
+            return method(*args, **kwargs)
+        return spy
+
+    monkeypatch.setattr(flow_lm, "step", spying("step", flow_lm.step))
+    monkeypatch.setattr(mimi, "decode", spying("decode", mimi.decode))
+    return seen
+
+
 def test_the_first_frame_has_every_core_in_the_callers_thread(demo_model: TTSModel, voice: VoiceState,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The first step and decode run where the caller runs, with every core; the later
     steps in the FlowLM thread and the later decodes beside them, one core each."""
-    calls: list[tuple[str, str, int]] = []
-    flow_lm, mimi = demo_model.network.flow_lm, demo_model.network.mimi
-
-    def recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        def spy(*args: Any, **kwargs: Any) -> Any:
-            calls.append((kind, threading.current_thread().name, torch.get_num_threads()))
-            return method(*args, **kwargs)
-        return spy
-
     monkeypatch.setattr(demo_model, "threads", 2)
-    monkeypatch.setattr(flow_lm, "step", recording("step", flow_lm.step))
-    monkeypatch.setattr(mimi, "decode", recording("decode", mimi.decode))
+    calls = _observe_steps_and_decodes(
+        demo_model, monkeypatch, lambda kind: (kind, threading.current_thread().name, torch.get_num_threads()))
     caller = threading.current_thread().name
     threads_before = torch.get_num_threads()
     try:
@@ -152,17 +161,8 @@ def test_frames_are_made_in_inference_mode_without_subclass_overrides(
     half its time (kernels.inference): each step and decode, in any thread, skips it."""
     probe = torch.zeros(1).as_subclass(_Probe)
     assert _overrides_consulted(probe)  # the probe works out here
-    modes: list[tuple[str, bool, bool]] = []
-    flow_lm, mimi = demo_model.network.flow_lm, demo_model.network.mimi
-
-    def recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        def spy(*args: Any, **kwargs: Any) -> Any:
-            modes.append((kind, torch.is_inference_mode_enabled(), _overrides_consulted(probe)))
-            return method(*args, **kwargs)
-        return spy
-
-    monkeypatch.setattr(flow_lm, "step", recording("step", flow_lm.step))
-    monkeypatch.setattr(mimi, "decode", recording("decode", mimi.decode))
+    modes = _observe_steps_and_decodes(
+        demo_model, monkeypatch, lambda kind: (kind, torch.is_inference_mode_enabled(), _overrides_consulted(probe)))
     frames = list(demo_model.synthesize(TEXT, voice, SEEDED))
     assert len(frames) > 3
     assert set(modes) == {("step", True, False), ("decode", True, False)}

@@ -284,6 +284,8 @@ class SpeechSession:
         for frame in range(plan.max_frames):
             if stop.is_set() or self.cancel.is_set():
                 return
+            # Entered per step, not around the loop: this generator's first step runs in
+            # the caller's thread, the rest in the FlowLM thread, and both modes are per thread.
             with inference():
                 step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps, prompt)
             prompt = None
