@@ -52,6 +52,8 @@ class AddonOption:
     schema: str | None = None
     secret: bool = False
     place: AddonPlace = "argv"
+    # For place "env": the variable the value is passed in (argv is visible in `ps`).
+    env: str = ""
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,10 @@ class Setting:
         if self.kind is bool:
             return "bool"
         if self.kind in (int, float):
-            low = "" if self.minimum is None else _schema_number(self.kind, self.minimum)
+            low_bound = self.minimum
+            if isinstance(self.addon.unset, (int, float)) and low_bound is not None:
+                low_bound = min(low_bound, self.addon.unset)  # threads 0: "automatic"
+            low = "" if low_bound is None else _schema_number(self.kind, low_bound)
             high_bound = self.addon.maximum if self.addon.maximum is not None else self.maximum
             high = "" if high_bound is None else _schema_number(self.kind, high_bound)
             return f"{self.kind.__name__}({low},{high})"
@@ -163,7 +168,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("language", str, None,
             "language code of the voices of a model whose language cannot be known (a local config); "
             "default: the catalog's, or the one the model's file name starts with", "server",
-            pattern=_LANGUAGE_CODE, pattern_help="a language code such as en or pt-BR", metavar="CODE", addon=AddonOption("language", unset="")),
+            pattern=_LANGUAGE_CODE, pattern_help="a language code such as en or pt-BR", metavar="CODE"),
     Setting("voice", str, None, "default voice: a voice name, or a path to a recording or an exported state",
             "library", field="default_voice", addon=AddonOption("voice", unset="", place="voice")),
     Setting("voices_file", Path, None, "household voices file (YAML)", "library", flag="--voices",
@@ -177,7 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
             "wyoming-pocket-tts", "library", metavar="DIR"),
     Setting("hf_token", str, None,
             "Hugging Face token for the gated voice-cloning weights (default: $HF_TOKEN)", "server",
-            metavar="TOKEN", addon=AddonOption("hf_token", unset="", secret=True, place="env")),
+            metavar="TOKEN", addon=AddonOption("hf_token", unset="", secret=True, place="env", env="HF_TOKEN")),
     Setting("temperature", float, None, "sampling temperature (default: the model's)", "generation",
             minimum=0.0, per_voice=True, addon=AddonOption("temperature", default=0.3, maximum=2.0)),
     Setting("decode_steps", int, None, "flow decode steps per frame (default 1)", "generation", minimum=1),
