@@ -213,3 +213,20 @@ def test_unknown_model_name_is_one_line(tmp_path):
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("wyoming-pocket-tts: error:")]
     assert len(errors) == 1 and "klingon" in errors[0]
+
+
+def test_language_is_the_language_of_the_models_voices(tmp_path):
+    """--language reaches describe: every voice of the loaded model is offered in it."""
+    from wyoming_pocket_tts.server.app import load_backend
+
+    cfg = config("--model", "demo", "--language", "de", "--data-dir", str(tmp_path))
+    backend = load_backend(cfg)
+    try:
+        assert backend.voices.voices and all(voice.languages == ("de",) for voice in backend.voices.voices)
+    finally:
+        backend.voices.close()
+    without = load_backend(config("--model", "demo", "--data-dir", str(tmp_path)))
+    try:
+        assert all(voice.languages == ("en",) for voice in without.voices.voices)  # the model's own
+    finally:
+        without.voices.close()

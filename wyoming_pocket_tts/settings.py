@@ -148,8 +148,10 @@ class Setting:
             high_bound = self.addon.maximum if self.addon.maximum is not None else self.maximum
             high = "" if high_bound is None else _schema_number(self.kind, high_bound)
             return f"{self.kind.__name__}({low},{high})"
-        base = "password" if self.addon.secret else ("str" if self.pattern is None else f"match({self.pattern})")
-        return f"{base}?"
+        if self.pattern is not None:
+            # The empty default ("not given") must match too: the Supervisor checks it.
+            return f"match(({self.pattern})?)?"
+        return "password?" if self.addon.secret else "str?"
 
 
 def _schema_number(kind: type, value: float) -> str:
@@ -168,7 +170,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("language", str, None,
             "language code of the voices of a model whose language cannot be known (a local config); "
             "default: the catalog's, or the one the model's file name starts with", "server",
-            pattern=_LANGUAGE_CODE, pattern_help="a language code such as en or pt-BR", metavar="CODE"),
+            pattern=_LANGUAGE_CODE, pattern_help="a language code such as en or pt-BR", metavar="CODE",
+            addon=AddonOption("language", unset="")),
     Setting("voice", str, None, "default voice: a voice name, or a path to a recording or an exported state",
             "library", field="default_voice", addon=AddonOption("voice", unset="", place="voice")),
     Setting("voices_file", Path, None, "household voices file (YAML)", "library", flag="--voices",
