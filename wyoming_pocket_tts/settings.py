@@ -48,7 +48,8 @@ class AddonOption:
     unset: Any = None
     # A narrower upper bound for the add-on's form than the command line accepts.
     maximum: float | None = None
-    # The schema type when it cannot be derived from the setting (a list of models).
+    # The schema type when it cannot be derived from the setting; "catalog": the list of
+    # the engine catalog's models (config.yaml spells it out; a test checks it).
     schema: str | None = None
     secret: bool = False
     place: AddonPlace = "argv"
