@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from server_fixtures import FakeModel, FakeSession, FakeVoices, FakeVoiceState
+from server_fixtures import FakeModel, FakeVoices, FakeVoiceState
 
 from wyoming_pocket_tts.core import ModelLike, SessionLike, VoiceSource, VoiceStateLike
 

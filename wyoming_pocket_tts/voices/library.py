@@ -22,7 +22,6 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
 
 from wyoming_pocket_tts.core import ModelLike, VoiceError, VoiceInfo, VoiceStateLike
 from wyoming_pocket_tts.engine.voice import FORMAT as ENGINE_VOICE_FORMAT
