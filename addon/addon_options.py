@@ -1,5 +1,9 @@
 """The add-on's options (/data/options.json) and the server command line they give.
 
+The options, their defaults and how each becomes a flag come from the server's settings
+declaration (`wyoming_pocket_tts.settings`, installed in the image next to this script);
+a test checks config.yaml and translations/en.yaml against it.
+
 `build_command` is pure: the same options and layout always give the same argv and
 environment, so tests can check sample options files against exact command lines.
 """
@@ -13,30 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from wyoming_pocket_tts.settings import ADDON, VOICE_FILE_SUFFIXES, Setting
+
 _LOGGER = logging.getLogger(__name__)
 
 # The port inside the container. Home Assistant reaches the add-on on the internal
 # network at this port whatever host port the user maps (if any).
 DEFAULT_PORT = 10200
 
-# Must equal `options:` in config.yaml (a test checks it). They are also what a plain
-# `docker run` without /data/options.json gets.
-DEFAULTS: dict[str, Any] = {
-    "model": "english",
-    "voice": "",
-    "voices_file": "",
-    "voices_dir": "voices",
-    "hf_token": "",
-    "quantize": False,
-    "threads": 0,
-    "temperature": 0.3,
-    "voice_cache_size": 8,
-    "debug": False,
-}
-
-_TYPES: dict[str, type] = {key: type(value) for key, value in DEFAULTS.items()}
-# A voice given as a file (not a name) is recognised by one of these endings.
-_VOICE_FILE_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".safetensors")
+# Option name -> its setting. The defaults equal `options:` in config.yaml (a test checks
+# it); they are also what a plain `docker run` without /data/options.json gets.
+OPTIONS: dict[str, Setting] = {setting.addon.name: setting for setting in ADDON if setting.addon}
+DEFAULTS: dict[str, Any] = {name: setting.addon_default for name, setting in OPTIONS.items()}
 
 
 class OptionsError(ValueError):
@@ -101,7 +93,7 @@ def normalize_options(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _coerce(key: str, value: Any) -> Any:
-    wanted = _TYPES[key]
+    wanted = type(DEFAULTS[key])
     if value is None:
         return DEFAULTS[key]
     if wanted is bool:
@@ -125,15 +117,30 @@ def _in_share(value: str, layout: Layout) -> str:
     return str(path if path.is_absolute() else layout.share_dir / path)
 
 
-def _format_float(value: float) -> str:
-    # "0.3" not "0.30000000000000004"; "1" for 1.0 (argparse reads both).
-    return format(value, "g")
-
-
 def voices_dir_path(options: Mapping[str, Any], layout: Layout) -> PurePosixPath | None:
     """The voices folder the server will scan, or None for the server's own default."""
     value = options["voices_dir"]
     return PurePosixPath(_in_share(value, layout)) if value else None
+
+
+def _flag_value(value: Any) -> str:
+    # "0.3" not "0.30000000000000004"; "1" for 1.0 (argparse reads both).
+    return format(value, "g") if isinstance(value, float) else str(value)
+
+
+def _option_args(setting: Setting, value: Any, layout: Layout) -> list[str]:
+    """The server's arguments for one add-on option (none for an unset one)."""
+    assert setting.addon is not None
+    if setting.kind is bool:
+        return [setting.option] if value != setting.default else []
+    if value == setting.addon.unset:
+        return []
+    place = setting.addon.place
+    if place == "share_path":
+        value = _in_share(value, layout)
+    elif place == "voice" and ("/" in value or PurePosixPath(value).suffix.lower() in VOICE_FILE_SUFFIXES):
+        value = _in_share(value, layout)  # a name stays a name; a file is in the share folder
+    return [setting.option, _flag_value(value)]
 
 
 def build_command(options: Mapping[str, Any], layout: Layout, extra_args: list[str] | None = None) -> ServerCommand:
@@ -142,33 +149,15 @@ def build_command(options: Mapping[str, Any], layout: Layout, extra_args: list[s
         layout.python, "-m", "wyoming_pocket_tts",
         "--uri", f"tcp://0.0.0.0:{layout.port}",
         "--data-dir", str(layout.data_dir),
-        "--model", options["model"],
-    ]
-    voice = options["voice"]
-    if voice:
-        # A name stays a name; a file is looked up in the share folder.
-        is_file = "/" in voice or voice.lower().endswith(_VOICE_FILE_SUFFIXES)
-        argv += ["--voice", _in_share(voice, layout) if is_file else voice]
-    if options["voices_file"]:
-        argv += ["--voices", _in_share(options["voices_file"], layout)]
-    voices_dir = voices_dir_path(options, layout)
-    if voices_dir is not None:
-        argv += ["--voices-dir", str(voices_dir)]
-    argv += [
-        "--temperature", _format_float(options["temperature"]),
-        "--voice-cache-size", str(options["voice_cache_size"]),
-    ]
-    if options["threads"] > 0:
-        argv += ["--threads", str(options["threads"])]
-    if options["quantize"]:
-        argv.append("--quantize")
-    if options["debug"]:
-        argv.append("--debug")
-    argv += list(extra_args or [])
-
+    ]  # fmt: skip
     # Downloaded weights go to /data/huggingface, which config.yaml excludes from backups.
     env = {"HF_HOME": str(layout.data_dir / "huggingface")}
-    if options["hf_token"]:
-        # The environment, not --hf-token: argv is visible in `ps` and in our log.
-        env["HF_TOKEN"] = options["hf_token"]
+    for name, setting in OPTIONS.items():
+        if setting.addon is not None and setting.addon.place == "env":
+            # The environment, not --hf-token: argv is visible in `ps` and in our log.
+            if options[name] != setting.addon.unset:
+                env[setting.addon.env] = options[name]
+            continue
+        argv += _option_args(setting, options[name], layout)
+    argv += list(extra_args or [])
     return ServerCommand(argv=argv, env=env)

@@ -1,7 +1,8 @@
 """Helpers for the server tests: a fake engine and voice library, an in-process server,
 the real server as a subprocess, and Wyoming client helpers.
 
-The fake engine follows /work/notes/engine_contract.md (same methods, same frame size) but
+The fake engine implements the engine contract, `wyoming_pocket_tts.core.contract` (checked
+by tests/test_contract.py, with mypy too), with the same frame size, but
 produces a sine tone at a controlled pace, so the in-process tests can check timing,
 cancellation and concurrency exactly. The subprocess tests use the real `--model demo`.
 """
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,9 +38,10 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from wyoming_pocket_tts.engine.errors import TextError, VoiceError
+from wyoming_pocket_tts.core import GenerationOptions, TextError, VoiceError, VoiceInfo
 from wyoming_pocket_tts.server.app import ServerConfig, serve
 from wyoming_pocket_tts.server.service import Backend
+from wyoming_pocket_tts.voices import VoiceLibraryConfig
 
 FRAME = 1920
 RATE = 24000
@@ -64,6 +66,7 @@ class EngineLog:
     texts: list[str] = field(default_factory=list)
     voices: list[str] = field(default_factory=list)
     sessions: int = 0
+    options: list[GenerationOptions] = field(default_factory=list)
     frames: int = 0
     running: int = 0
     max_running: int = 0
@@ -74,13 +77,13 @@ class EngineLog:
 class FakeModel:
     """Same surface as the engine's TTSModel; `frames_per_word` frames per word of text."""
 
-    sample_rate = RATE
-    frame_size = FRAME
-    languages = ["en"]
-    predefined_voices = ("alba", "marius")
-    can_clone = True
-    name = "fake"
-    model_id = "fake"
+    sample_rate: int = RATE
+    frame_size: int = FRAME
+    languages: tuple[str, ...] = ("en",)
+    predefined_voices: tuple[str, ...] = ("alba", "marius")
+    can_clone: bool = True
+    name: str = "fake"
+    model_id: str = "fake"
 
     def __init__(self, frame_delay: float = 0.01, frames_per_word: int = 2, fail_on: str = "") -> None:
         self.frame_delay = frame_delay
@@ -118,15 +121,33 @@ class FakeModel:
             with log.lock:
                 log.running -= 1
 
-    def synthesize(self, text, voice, options=None, cancel=None) -> Iterator[np.ndarray]:
+    def synthesize(self, text: str, voice: FakeVoiceState, options: GenerationOptions = GenerationOptions(),
+                   cancel: threading.Event | None = None) -> Iterator[np.ndarray]:  # fmt: skip
         if not any(ch.isalnum() for ch in text):
             raise TextError("nothing pronounceable in the text")
+        with self.log.lock:
+            self.log.options.append(options)
         return self._frames(text, voice, cancel)
 
-    def session(self, voice, options=None, cancel=None) -> FakeSession:
+    def session(self, voice: FakeVoiceState, options: GenerationOptions = GenerationOptions(),
+                cancel: threading.Event | None = None) -> FakeSession:  # fmt: skip
         with self.log.lock:
             self.log.sessions += 1
+            self.log.options.append(options)
         return FakeSession(self, voice, cancel)
+
+    # Voices: the server tests use FakeVoices, which makes its states itself.
+    def voice_from_predefined(self, name: str) -> FakeVoiceState:
+        return FakeVoiceState(name)
+
+    def voice_from_recording(self, path: Path) -> FakeVoiceState:
+        return FakeVoiceState(path.stem)
+
+    def voice_from_file(self, path: Path) -> FakeVoiceState:
+        return FakeVoiceState(path.stem)
+
+    def save_voice(self, state: FakeVoiceState, path: Path) -> None:
+        path.write_text(state.name)
 
 
 class FakeSession:
@@ -141,27 +162,20 @@ class FakeSession:
         return self._model._frames(text, self._voice, self._cancel)
 
 
-@dataclass(frozen=True)
-class FakeVoiceInfo:
-    name: str
-    description: str
-    languages: list[str]
-    kind: str = "predefined"
-    attribution_name: str | None = None
-    attribution_url: str | None = None
-
-
 class FakeVoices:
     """The voices library contract: default first, unknown names fall back with a warning."""
 
-    def __init__(self, names: tuple[str, ...] = ("alba", "marius", "grandma"), encode_delay: float = 0.0) -> None:
+    def __init__(self, names: tuple[str, ...] = ("alba", "marius", "grandma"), encode_delay: float = 0.0,
+                 settings: dict[str, dict[str, float]] | None = None) -> None:  # fmt: skip
         self._names = names
         self.encode_delay = encode_delay
+        # Per-voice settings, as a voices file gives them: {voice: {"temperature": 0.9}}.
+        self._settings = settings or {}
         self.closed = False
 
     @property
-    def voices(self) -> list[FakeVoiceInfo]:
-        return [FakeVoiceInfo(n, f"Voice {n}", ["en"]) for n in self._names]
+    def voices(self) -> list[VoiceInfo]:
+        return [VoiceInfo(n, f"Voice {n}", ("en",), settings=self._settings.get(n, {})) for n in self._names]
 
     @property
     def default_name(self) -> str:
@@ -170,7 +184,7 @@ class FakeVoices:
     def start_preencoding(self) -> None:
         pass
 
-    def get(self, name: str | None) -> tuple[str, FakeVoiceState]:
+    def get(self, name: str | None = None) -> tuple[str, FakeVoiceState]:
         if name == "broken":
             raise VoiceError("voice broken: recording is unreadable")
         if name not in self._names:
@@ -184,10 +198,10 @@ class FakeVoices:
         self.closed = True
 
 
-def fake_loader(model: FakeModel, voices: FakeVoices | None = None, delay: float = 0.0):
+def fake_loader(model: FakeModel, voices: FakeVoices | None = None, delay: float = 0.0) -> Callable[[], Backend]:
     def load() -> Backend:
         time.sleep(delay)
-        return Backend(model=model, voices=voices or FakeVoices(), options=None)  # type: ignore[arg-type]
+        return Backend(model=model, voices=voices or FakeVoices(), options=GenerationOptions())
 
     return load
 
@@ -206,7 +220,7 @@ def free_port() -> int:
 async def inprocess_server(loader, tmp_path: Path, max_concurrent: int = 2) -> AsyncIterator[int]:
     """The real server code on a fake backend, in this event loop; yields the port."""
     port = free_port()
-    config = ServerConfig(uri=f"tcp://127.0.0.1:{port}", model="fake", data_dir=tmp_path,
+    config = ServerConfig(uri=f"tcp://127.0.0.1:{port}", model="fake", library=VoiceLibraryConfig(tmp_path),
                           max_concurrent=max_concurrent)  # fmt: skip
     task = asyncio.create_task(serve(config, loader=loader))
     try:

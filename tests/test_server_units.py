@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from wyoming_pocket_tts.server.info import VoiceEntry, build_info
+from wyoming_pocket_tts.core import VoiceInfo
+from wyoming_pocket_tts.server.info import build_info
 from wyoming_pocket_tts.server.protocol import Limits, ProtocolError, read_event
 from wyoming_pocket_tts.server.scheduler import Priority, SynthesisScheduler
 from wyoming_pocket_tts.server.synthesis import stream_pcm, to_pcm16
@@ -280,8 +281,8 @@ def test_stream_pcm_reraises_engine_errors():
 
 
 def test_info_lists_program_and_voices():
-    info = build_info("english", [VoiceEntry("alba", "Alba", ("en",)),
-                                  VoiceEntry("grandma", "Grandma", ("en",), "Family", "https://x")])  # fmt: skip
+    info = build_info("english", [VoiceInfo("alba", "Alba", ("en",)),
+                                  VoiceInfo("grandma", "Grandma", ("en",), "recording", "Family", "https://x")])  # fmt: skip
     assert len(info.tts) == 1
     program = info.tts[0]
     assert program.installed and program.supports_synthesize_streaming
@@ -303,15 +304,17 @@ def test_voices_are_listed_before_a_catalog_model_is_loaded(tmp_path):
     from engine_fixtures import write_voice_recording
     from wyoming_pocket_tts.server.app import ServerConfig, preview_voice_entries
     from wyoming_pocket_tts.server.service import LoadFailed, TtsService
+    from wyoming_pocket_tts.voices import VoiceLibraryConfig
 
     write_voice_recording(tmp_path / "voices" / "grandma.wav")
-    config = ServerConfig(uri="tcp://127.0.0.1:0", model="english", data_dir=tmp_path,
-                          voices_dir=tmp_path / "voices", voice="grandma")
+    config = ServerConfig(uri="tcp://127.0.0.1:0", model="english",
+                          library=VoiceLibraryConfig(tmp_path, voices_dir=tmp_path / "voices", default_voice="grandma"))
     entries = preview_voice_entries(config)
     names = [entry.name for entry in entries]
     assert names[0] == "grandma" and "alba" in names and "marius" in names
     assert all(entry.languages == ("en",) for entry in entries)
-    assert preview_voice_entries(ServerConfig(uri="tcp://127.0.0.1:0", model="custom.yaml", data_dir=tmp_path)) == []
+    custom = ServerConfig(uri="tcp://127.0.0.1:0", model="custom.yaml", library=VoiceLibraryConfig(tmp_path))
+    assert preview_voice_entries(custom) == []
 
     loaded = threading.Event()
 

@@ -341,3 +341,69 @@ def test_bad_file_voice_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture
 def test_config_validation(tmp_path: Path, kwargs: dict) -> None:
     with pytest.raises(VoiceConfigError):
         config_for(tmp_path, **kwargs)
+
+
+# -- per-voice settings ---------------------------------------------------------------------
+
+
+def test_per_voice_temperature_is_validated_and_kept(tmp_path, caplog):
+    write_recording(tmp_path / "voices" / "mum.wav")
+    path = tmp_path / "voices.yaml"
+    path.write_text(
+        """
+voices:
+  - name: mum
+    audio: voices/mum.wav
+    temperature: 0.9
+  - name: alba
+    temperature: "0.5"          # a quoted number is read as one
+  - name: marius                 # no per-voice settings: the server's apply
+  - name: hot
+    temperature: -1              # out of bounds: skipped, like any bad entry
+  - name: cold
+    temperature: chilly
+"""
+    )
+    with caplog.at_level(logging.ERROR):
+        parsed = parse_voices_file(path)
+    assert {spec.name: dict(spec.settings) for spec in parsed.voices} == {
+        "mum": {"temperature": 0.9}, "alba": {"temperature": 0.5}, "marius": {},
+    }  # fmt: skip
+    errors = [record.getMessage() for record in caplog.records]
+    assert len(errors) == 2
+    assert "'hot'" in errors[0] and "temperature must be at least 0" in errors[0]
+    assert "'cold'" in errors[1] and "temperature must be a number" in errors[1]
+
+
+def test_per_voice_settings_reach_the_request(tmp_path):
+    """From the voice's description to the options its requests are synthesized with."""
+    import asyncio
+
+    from server_fixtures import FakeModel, FakeVoices, fake_loader, inprocess_server, one_shot
+
+    from wyoming_pocket_tts.core import GenerationOptions
+    from wyoming_pocket_tts.server.service import Backend
+
+    voices = FakeVoices(settings={"grandma": {"temperature": 0.9}})
+    backend = Backend(model=FakeModel(), voices=voices, options=GenerationOptions(temperature=0.3, decode_steps=2))
+    assert backend.options_for("grandma") == GenerationOptions(temperature=0.9, decode_steps=2)
+    assert backend.options_for("alba") is backend.options
+
+    model = FakeModel(frame_delay=0.0)
+
+    async def go():
+        async with inprocess_server(fake_loader(model, voices), tmp_path) as port:
+            await one_shot(port, "Hello there.", voice="grandma")
+            await one_shot(port, "Hello there.", voice="alba")
+
+    asyncio.run(go())
+    assert [options.temperature for options in model.log.options] == [0.9, None]
+
+
+def test_the_library_describes_a_voice_with_its_settings(tmp_path):
+    from wyoming_pocket_tts.voices.config import VoiceSpec
+    from wyoming_pocket_tts.voices.library import voice_info
+
+    spec = VoiceSpec(name="alba", kind="predefined", origin="test", settings={"temperature": 0.9})
+    info = voice_info(spec, ["en"])
+    assert dict(info.settings) == {"temperature": 0.9} and info.languages == ("en",)

@@ -127,7 +127,7 @@ def test_voices_listing(household: Path) -> None:
     infos = lib.voices
     assert [v.name for v in infos] == ["mum", "dad", "kid", "alba", "marius"]
     assert lib.default_name == "mum"
-    assert infos[0].kind == "recording" and infos[0].languages == ["en"]
+    assert infos[0].kind == "recording" and infos[0].languages == ("en",)
     assert infos[0].attribution_name is None
     alba = infos[3]
     assert alba.kind == "predefined" and alba.description == "Alba" and alba.attribution_name == "Kyutai"

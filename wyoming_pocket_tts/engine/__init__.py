@@ -6,11 +6,20 @@
         ...                                       # float32 [1920] at 24 kHz, as decoded
 """
 
+# The torch-free core: errors, options and the contract the classes below implement.
+from ..core import (
+    EngineError,
+    GenerationOptions,
+    ModelLike,
+    ModelLoadError,
+    SessionLike,
+    TextError,
+    VoiceError,
+    VoiceStateLike,
+)
 from .catalog import catalog
-from .errors import EngineError, ModelLoadError, TextError, VoiceError
 from .loading import build_demo_model, build_model, load_model
 from .model import SpeechSession, TTSModel
-from .options import GenerationOptions
 from .voice import VoiceState
 
 CATALOG = catalog()
@@ -19,12 +28,15 @@ __all__ = [
     "CATALOG",
     "EngineError",
     "GenerationOptions",
+    "ModelLike",
     "ModelLoadError",
+    "SessionLike",
     "SpeechSession",
     "TTSModel",
     "TextError",
     "VoiceError",
     "VoiceState",
+    "VoiceStateLike",
     "build_demo_model",
     "build_model",
     "load_model",

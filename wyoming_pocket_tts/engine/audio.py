@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import VoiceError
+from ..core.errors import VoiceError
 
 MAX_PROMPT_SECONDS = 30.0
 MIN_PROMPT_SECONDS = 0.5

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ModelLoadError
+from ..core.errors import ModelLoadError
 
 
 @dataclass(frozen=True)

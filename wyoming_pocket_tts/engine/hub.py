@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelLoadError
+from ..core.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
 

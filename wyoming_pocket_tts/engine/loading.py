@@ -15,7 +15,7 @@ import torch
 from .catalog import catalog, language_of
 from .config import ModelConfig, parse_config, read_config_file
 from .demo import demo_config, demo_voice_audio, make_tokenizer_json
-from .errors import ModelLoadError
+from ..core.errors import ModelLoadError
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
 from .network import PocketNetwork, load_weights, random_weights

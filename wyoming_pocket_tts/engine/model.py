@@ -21,11 +21,11 @@ import torch
 
 from .audio import end_on_pause, read_recording
 from .config import ModelConfig
-from .errors import ModelLoadError, TextError, VoiceError
+from ..core.errors import ModelLoadError, TextError, VoiceError
 from .hub import HubAccess, resolve
 from .kernels import inference
 from .network import PocketNetwork, load_encoder
-from .options import GenerationOptions
+from ..core.options import GenerationOptions
 from .text import TextRules, prepare, split_into_chunks
 from .tokenizer import Tokenizer
 from .voice import VoiceState, load_voice_state, save_voice_state

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .config import ModelConfig
-from .errors import ModelLoadError
+from ..core.errors import ModelLoadError
 from .flow_lm import FlowLM
 from .mimi import Mimi
 

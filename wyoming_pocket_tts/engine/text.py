@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .errors import TextError
+from ..core.errors import TextError
 from .tokenizer import Tokenizer
 
 SENTENCE_END = ".!?\u2026"

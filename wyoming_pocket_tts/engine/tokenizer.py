@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from .errors import ModelLoadError
+from ..core.errors import ModelLoadError
 
 
 class Tokenizer(Protocol):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .errors import VoiceError
+from ..core.errors import VoiceError
 
 FORMAT = "wyoming-pocket-tts/1"
 

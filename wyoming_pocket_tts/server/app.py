@@ -20,47 +20,44 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from wyoming.event import async_get_stdin
 from wyoming.server import AsyncServer
 
+from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
+from ..settings import check_fields, default
+from ..voices.config import VoiceLibraryConfig
 from .handler import PocketTtsEventHandler
-from .info import VoiceEntry, voice_entry
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, TtsService
 from .zeroconf import Announcement, announce
-
-if TYPE_CHECKING:
-    from ..engine import VoiceState
-    from ..voices import VoiceLibraryConfig
 
 _LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Everything the command line decides (already validated)."""
+    """Everything the command line decides (validated: see `wyoming_pocket_tts.settings`)."""
 
     uri: str
     model: str
-    data_dir: Path
+    library: VoiceLibraryConfig
+    generation: GenerationOptions = GenerationOptions()
     hf_token: str | None = None
     quantize: bool = False
     threads: int | None = None
-    temperature: float | None = None
-    decode_steps: int | None = None
-    eos_threshold: float | None = None
-    voice: str | None = None
-    voices_file: Path | None = None
-    voices_dir: Path | None = None
-    include_predefined: bool = True
-    voice_cache_size: int = 8
-    voice_cache_mb: float | None = None
-    disk_cache_mb: float = 512.0
-    max_concurrent: int = 2
+    # The language of the model's voices in `describe`; None: what the model says.
+    language: str | None = None
+    max_concurrent: int = default("max_concurrent")
     zeroconf_name: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields("server", self)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.library.data_dir
 
 
 class StartError(Exception):
@@ -78,22 +75,7 @@ def model_cache_dir(data_dir: Path) -> Path | None:
     return data_dir / "huggingface"
 
 
-def voice_library_config(config: ServerConfig) -> VoiceLibraryConfig:
-    from ..voices import VoiceLibraryConfig
-
-    return VoiceLibraryConfig(
-        default_voice=config.voice,
-        voices_file=config.voices_file,
-        voices_dir=config.voices_dir,
-        include_predefined=config.include_predefined,
-        data_dir=config.data_dir,
-        cache_size=config.voice_cache_size,
-        cache_mb=config.voice_cache_mb,
-        disk_cache_mb=config.disk_cache_mb,
-    )
-
-
-def preview_voice_entries(config: ServerConfig) -> list[VoiceEntry]:
+def preview_voice_entries(config: ServerConfig) -> list[VoiceInfo]:
     """The voices of a catalog model, listed without loading it (runs in the loader thread)."""
     from ..engine.catalog import catalog
     from ..voices import preview_voices
@@ -101,13 +83,13 @@ def preview_voice_entries(config: ServerConfig) -> list[VoiceEntry]:
     entry = catalog().get(config.model)
     if entry is None:
         return []  # a custom config: its voices are known once it is loaded
-    infos = preview_voices(voice_library_config(config), entry.name, entry.voices, [entry.language])
-    return [voice_entry(info) for info in infos]
+    languages = [config.language] if config.language else [entry.language]
+    return preview_voices(config.library, entry.name, entry.voices, languages)
 
 
 def load_backend(config: ServerConfig) -> Backend:
     """Load the model and build the voice library (runs in the loader thread)."""
-    from ..engine import GenerationOptions, load_model
+    from ..engine import load_model
     from ..voices import VoiceLibrary
 
     model = load_model(
@@ -117,17 +99,12 @@ def load_backend(config: ServerConfig) -> Backend:
         threads=config.threads,
         cache_dir=model_cache_dir(config.data_dir),
     )
-    overrides = {
-        "temperature": config.temperature,
-        "decode_steps": config.decode_steps,
-        "eos_threshold": config.eos_threshold,
-    }
-    options = GenerationOptions(**{k: v for k, v in overrides.items() if v is not None})
-    voices = VoiceLibrary(model, voice_library_config(config))
+    languages = [config.language] if config.language else None
+    voices = VoiceLibrary(model, config.library, languages=languages)
     names = [voice.name for voice in voices.voices]
     _LOGGER.info("%d voice(s), default %s: %s", len(names), voices.default_name, ", ".join(names))
     voices.start_preencoding()
-    return Backend(model=model, voices=voices, options=options)
+    return Backend(model=model, voices=voices, options=config.generation)
 
 
 # Long enough (a few seconds of speech) to measure the engine's speed, short enough to be cheap.
@@ -135,7 +112,7 @@ WARMUP_TEXT = "Hello, this is a quick test of the speech engine, made when the s
 SHUTDOWN_GRACE_S = 5.0
 
 
-def warm_up(backend: Backend, voice: VoiceState, cancel: threading.Event) -> float:
+def warm_up(backend: Backend, voice: VoiceStateLike, cancel: threading.Event) -> float:
     """Speak a sentence with the default voice, throw it away, return its duration.
 
     The first synthesis after start can pay one-off costs (allocations, lazy init; up to

@@ -37,6 +37,7 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
+from ..core import EngineError, TextError
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot
 from .service import Backend, LoadFailed, TtsService, error_text
@@ -77,14 +78,6 @@ class _Timing:
     start: float = field(default_factory=time.monotonic)
     first_audio: float | None = None
     frames: int = 0
-
-
-def _engine_errors() -> Any:
-    # Imported on use: the engine pulls in torch, and by the time a response needs these
-    # classes the model (hence the engine) is loaded anyway.
-    from ..engine import errors
-
-    return errors
 
 
 class PocketTtsEventHandler(AsyncEventHandler):
@@ -276,7 +269,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         except asyncio.CancelledError:
             raise
         except Exception as err:  # noqa: BLE001 - one failed synthesis must not hurt others
-            if isinstance(err, _engine_errors().EngineError):
+            if isinstance(err, EngineError):
                 await self._fail(f"synthesis failed: {error_text(err)}")
             else:
                 _LOGGER.exception("Synthesis failed for %s", self._peer)
@@ -295,15 +288,15 @@ class PocketTtsEventHandler(AsyncEventHandler):
         _LOGGER.debug("Request %d: voice %s ready after %.0f ms", request_id, resolved,
                       (time.monotonic() - timing.start) * 1000)  # fmt: skip
         cancel = threading.Event()
-        errors = _engine_errors()
+        options = backend.options_for(resolved)
 
         def frames() -> FrameIterator:
-            return backend.model.synthesize(text, voice, backend.options, cancel)
+            return backend.model.synthesize(text, voice, options, cancel)
 
         try:
             async with self._service.scheduler.slot(Priority.NEW) as slot:
                 await self._send_frames(backend, frames, cancel, timing, slot)
-        except errors.TextError as err:
+        except TextError as err:
             raise RequestError(f"cannot speak this text: {error_text(err)}") from None
         finally:
             cancel.set()
@@ -318,7 +311,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         resolved, voice = await self._service.get_voice(backend, stream.voice_name)
         cancel = threading.Event()
         timing = _Timing()
-        errors = _engine_errors()
+        options = backend.options_for(resolved)
         session: Any = None
 
         def speak(sentence: str) -> Callable[[], FrameIterator]:
@@ -326,7 +319,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 nonlocal session
                 if session is None:
                     # One session per response: its decoder state carries across sentences.
-                    session = backend.model.session(voice, backend.options, cancel)
+                    session = backend.model.session(voice, options, cancel)
                 return session.speak(sentence)
 
             return frames
@@ -343,7 +336,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                         _LOGGER.debug("Request %d: sentence %r", stream.request_id, sentence)
                         try:
                             await self._send_frames(backend, speak(sentence), cancel, timing, slot)
-                        except errors.TextError as err:
+                        except TextError as err:
                             # One unpronounceable sentence ("---") must not end the reply.
                             _LOGGER.warning("Request %d: skipping a sentence: %s",
                                             stream.request_id, error_text(err))  # fmt: skip

@@ -9,39 +9,17 @@ voices appear as soon as the voice library is known.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 
 from .. import __version__
+from ..core import VoiceInfo
 
 KYUTAI = Attribution(name="Kyutai", url="https://github.com/kyutai-labs/pocket-tts")
 PROGRAM_URL = "https://github.com/wyoming-pocket-tts/wyoming-pocket-tts"
 
 
-@dataclass(frozen=True)
-class VoiceEntry:
-    """One voice as the server advertises it (mirrors the voices library's VoiceInfo)."""
-
-    name: str
-    description: str
-    languages: tuple[str, ...]
-    attribution_name: str | None = None
-    attribution_url: str | None = None
-
-
-def voice_entry(voice: object) -> VoiceEntry:
-    """Adapt a `wyoming_pocket_tts.voices.VoiceInfo` (duck-typed: no torch import here)."""
-    return VoiceEntry(
-        name=str(voice.name),  # type: ignore[attr-defined]
-        description=str(getattr(voice, "description", "") or voice.name),  # type: ignore[attr-defined]
-        languages=tuple(getattr(voice, "languages", ()) or ()),
-        attribution_name=getattr(voice, "attribution_name", None),
-        attribution_url=getattr(voice, "attribution_url", None),
-    )
-
-
-def build_info(model_name: str, voices: Iterable[VoiceEntry], *, loading: bool = False) -> Info:
+def build_info(model_name: str, voices: Iterable[VoiceInfo], *, loading: bool = False) -> Info:
     """Info with one TTS program; `loading` only changes the description people see."""
     status = " (loading)" if loading else ""
     tts_voices = [

@@ -16,17 +16,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
 
 from wyoming.info import Info
 
-from .info import VoiceEntry, build_info, voice_entry
+from ..core import GenerationOptions, ModelLike, VoiceInfo, VoiceSource, VoiceStateLike
+from .info import build_info
 from .scheduler import SynthesisScheduler
-
-if TYPE_CHECKING:
-    from ..engine import GenerationOptions, TTSModel, VoiceState
-    from ..voices import VoiceLibrary
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -35,9 +31,16 @@ _LOGGER = logging.getLogger(__name__)
 class Backend:
     """The loaded model and its voice library."""
 
-    model: TTSModel
-    voices: VoiceLibrary
+    model: ModelLike
+    voices: VoiceSource
     options: GenerationOptions
+
+    def options_for(self, voice_name: str) -> GenerationOptions:
+        """The server's options, under the voice's own settings from the voices file."""
+        for voice in self.voices.voices:
+            if voice.name == voice_name and voice.settings:
+                return replace(self.options, **voice.settings)
+        return self.options
 
 
 class LoadFailed(Exception):
@@ -46,7 +49,7 @@ class LoadFailed(Exception):
 
 Loader = Callable[[], Backend]
 # Runs in a synthesis worker: (backend, default voice, cancel event) -> seconds of audio.
-Warmup = Callable[[Backend, "VoiceState", threading.Event], float]
+Warmup = Callable[[Backend, VoiceStateLike, threading.Event], float]
 
 
 @dataclass
@@ -64,8 +67,8 @@ class TtsService:
     warmup: Warmup | None = None
     # Lists the voices before the model is loaded (run first in the loader thread), so
     # that a Home Assistant connecting during a long first download still sees them.
-    previewer: Callable[[], Sequence[VoiceEntry]] | None = None
-    _preview: tuple[VoiceEntry, ...] = field(default=(), init=False)
+    previewer: Callable[[], Sequence[VoiceInfo]] | None = None
+    _preview: tuple[VoiceInfo, ...] = field(default=(), init=False)
     _ready: asyncio.Future[Backend] | None = field(default=None, init=False)
     _backend: Backend | None = field(default=None, init=False)
     _loader_thread: threading.Thread | None = field(default=None, init=False)
@@ -168,24 +171,9 @@ class TtsService:
         backend = self._backend
         if backend is None:
             return build_info(self.model_name, self._preview, loading=True)
-        return build_info(self.model_name, self.voice_entries(backend))
+        return build_info(self.model_name, backend.voices.voices)
 
-    @staticmethod
-    def voice_entries(backend: Backend) -> Sequence[VoiceEntry]:
-        languages = tuple(getattr(backend.model, "languages", ()) or ())
-        entries = []
-        for voice in backend.voices.voices:
-            entry = voice_entry(voice)
-            if not entry.languages and languages:
-                # Home Assistant offers a voice only in the languages it lists.
-                entry = VoiceEntry(
-                    entry.name, entry.description, languages,
-                    entry.attribution_name, entry.attribution_url,
-                )  # fmt: skip
-            entries.append(entry)
-        return entries
-
-    async def get_voice(self, backend: Backend, name: str | None) -> tuple[str, VoiceState]:
+    async def get_voice(self, backend: Backend, name: str | None) -> tuple[str, VoiceStateLike]:
         """The voice to use (the default for None or an unknown name); may encode it first."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.voice_executor, backend.voices.get, name)

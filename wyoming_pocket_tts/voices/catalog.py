@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from wyoming_pocket_tts.engine import VoiceError
+from wyoming_pocket_tts.core.errors import VoiceError
 
 from .config import (
     VoiceConfigError,

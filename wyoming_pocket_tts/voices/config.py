@@ -9,18 +9,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
+from ..core.voices import VoiceKind
+from ..settings import PER_VOICE, VOICE_FILE_SUFFIXES, SettingError, check_fields, check_per_voice, default
+
 _LOGGER = logging.getLogger(__name__)
 
-VoiceKind = Literal["predefined", "recording", "state"]
-
-AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3"})
 STATE_SUFFIXES = frozenset({".safetensors"})
+AUDIO_SUFFIXES = VOICE_FILE_SUFFIXES - STATE_SUFFIXES
 
-_ENTRY_KEYS = frozenset({"name", "audio", "state", "description"})
+_ENTRY_KEYS = frozenset({"name", "audio", "state", "description", *PER_VOICE})
 _TOP_KEYS = frozenset({"default", "voices"})
 
 
@@ -28,9 +30,12 @@ class VoiceConfigError(Exception):
     """The voices configuration cannot be used at all (message meant for the user)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class VoiceLibraryConfig:
-    """Settings of the voice library, filled from the command line by the server."""
+    """Settings of the voice library, filled from the command line by the server.
+
+    Defaults and bounds are the declared settings' (`wyoming_pocket_tts.settings`).
+    """
 
     data_dir: Path
     # A voice name, or a path to a recording / exported state (becomes a voice named after
@@ -39,26 +44,23 @@ class VoiceLibraryConfig:
     voices_file: Path | None = None
     # None means `<data_dir>/voices`; a directory that does not exist is simply empty.
     voices_dir: Path | None = None
-    include_predefined: bool = True
+    include_predefined: bool = default("include_predefined")
     # Bounds of the in-memory cache. They are totals: the pinned default voice counts
     # towards them (so they bound real memory) but is never evicted.
-    cache_size: int = 8
-    cache_mb: float | None = None
+    cache_size: int = default("voice_cache_size")
+    cache_mb: float | None = default("voice_cache_mb")
     # Bound of the on-disk cache of encoded recordings; 0 turns the disk cache off.
-    disk_cache_mb: float = 512
+    disk_cache_mb: float = default("disk_cache_mb")
 
     def __post_init__(self) -> None:
-        self.data_dir = Path(self.data_dir)
-        if self.voices_file is not None:
-            self.voices_file = Path(self.voices_file)
-        if self.voices_dir is not None:
-            self.voices_dir = Path(self.voices_dir)
-        if self.cache_size < 1:
-            raise VoiceConfigError(f"voice cache size must be at least 1, not {self.cache_size}")
-        if self.cache_mb is not None and self.cache_mb <= 0:
-            raise VoiceConfigError(f"voice cache size in MB must be positive, not {self.cache_mb}")
-        if self.disk_cache_mb < 0:
-            raise VoiceConfigError(f"disk cache size in MB must not be negative, not {self.disk_cache_mb}")
+        for name in ("data_dir", "voices_file", "voices_dir"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, Path(value))
+        try:
+            check_fields("library", self)
+        except SettingError as err:
+            raise VoiceConfigError(str(err)) from None
 
     @property
     def effective_voices_dir(self) -> Path:
@@ -67,18 +69,6 @@ class VoiceLibraryConfig:
     @property
     def disk_cache_dir(self) -> Path:
         return self.data_dir / "voice_cache"
-
-
-@dataclass(frozen=True)
-class VoiceInfo:
-    """What the server tells clients about one voice."""
-
-    name: str
-    description: str
-    languages: list[str]
-    kind: VoiceKind
-    attribution_name: str | None = None
-    attribution_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +83,8 @@ class VoiceSpec:
     # Declared voices are pre-encoded at start; the model's predefined voices offered
     # automatically are not (that would download every one of them).
     declared: bool = True
+    # Per-voice settings from the voices file (`settings.PER_VOICE`), validated.
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def where(self) -> str:
         """The voice and its file, as every message about it names them."""
@@ -193,11 +185,17 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
     if unknown:
         # A typo such as `adio:` would otherwise turn a recording into a predefined voice.
         _LOGGER.error(
-            "voices file %s: voice %r has unknown key(s) %s (allowed: name, audio, state, description); skipped",
+            "voices file %s: voice %r has unknown key(s) %s (allowed: %s); skipped",
             origin,
             name,
             ", ".join(unknown),
+            ", ".join(sorted(_ENTRY_KEYS)),
         )
+        return None
+    try:
+        settings = check_per_voice(entry)
+    except SettingError as err:
+        _LOGGER.error("voices file %s: voice %r: %s; skipped", origin, name, err)
         return None
     audio, state = entry.get("audio"), entry.get("state")
     if audio is not None and state is not None:
@@ -208,7 +206,7 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
         description = str(description)
 
     if audio is None and state is None:
-        return VoiceSpec(name=name, kind="predefined", origin=origin, description=description)
+        return VoiceSpec(name=name, kind="predefined", origin=origin, description=description, settings=settings)
     key, value = ("audio", audio) if audio is not None else ("state", state)
     if not isinstance(value, str) or not value.strip():
         _LOGGER.error("voices file %s: voice %r: '%s' must be a file path; skipped", origin, name, key)
@@ -229,7 +227,8 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
             " ".join(sorted(allowed)),
         )
         return None
-    return VoiceSpec(name=name, kind=kind, origin=origin, path=source, description=description)
+    return VoiceSpec(name=name, kind=kind, origin=origin, path=source, description=description,
+                     settings=settings)
 
 
 def scan_voices_dir(directory: Path) -> list[VoiceSpec]:

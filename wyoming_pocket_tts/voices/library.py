@@ -22,14 +22,12 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
 
-from wyoming_pocket_tts.engine import VoiceError
+from wyoming_pocket_tts.core import ModelLike, VoiceError, VoiceInfo, VoiceStateLike
 from wyoming_pocket_tts.engine.voice import FORMAT as ENGINE_VOICE_FORMAT
 
 from .catalog import build_catalog
-from .config import VoiceInfo, VoiceLibraryConfig, VoiceSpec
+from .config import VoiceLibraryConfig, VoiceSpec
 from .disk_cache import CacheKey, DiskCache
 from .lru import BoundedLRU
 from .recording import check_recording, file_sha256
@@ -43,28 +41,6 @@ FAILED_RETRY_S = 300.0
 CACHE_LAYOUT_VERSION = "1"
 _MB = 1024 * 1024
 _PREDEFINED_ATTRIBUTION = ("Kyutai", "https://huggingface.co/kyutai/tts-voices")
-
-
-class VoiceStateLike(Protocol):
-    """What the library needs of the engine's VoiceState."""
-
-    model_id: str
-    nbytes: int
-
-
-class VoiceModel(Protocol):
-    """The part of the engine's TTSModel the library uses (a fake in the tests)."""
-
-    name: str
-    model_id: str
-    languages: Sequence[str]
-    predefined_voices: Sequence[str]
-    can_clone: bool
-
-    def voice_from_recording(self, path: Path) -> VoiceStateLike: ...
-    def voice_from_predefined(self, name: str) -> VoiceStateLike: ...
-    def voice_from_file(self, path: Path) -> VoiceStateLike: ...
-    def save_voice(self, state: VoiceStateLike, path: Path) -> None: ...
 
 
 Signature = tuple[int, int] | None
@@ -83,8 +59,11 @@ class _Failure:
 class VoiceLibrary:
     """Thread-safe: `get` may be called from many executor threads at once."""
 
-    def __init__(self, model: VoiceModel, config: VoiceLibraryConfig) -> None:
+    def __init__(self, model: ModelLike, config: VoiceLibraryConfig,
+                 languages: Sequence[str] | None = None) -> None:  # fmt: skip
+        """`languages`: those advertised for every voice; None: the model's."""
         self._model = model
+        self._languages = tuple(languages) if languages is not None else tuple(model.languages)
         catalog = build_catalog(config, tuple(model.predefined_voices), model.name)
         self._specs: dict[str, VoiceSpec] = {spec.name: spec for spec in catalog.voices}
         self._by_lower = {name.lower(): name for name in self._specs}
@@ -332,7 +311,7 @@ class VoiceLibrary:
                 self._obtain(spec, evict=False)
 
     def _info(self, spec: VoiceSpec) -> VoiceInfo:
-        return voice_info(spec, self._model.languages)
+        return voice_info(spec, self._languages)
 
 
 def voice_info(spec: VoiceSpec, languages: Sequence[str]) -> VoiceInfo:
@@ -346,10 +325,11 @@ def voice_info(spec: VoiceSpec, languages: Sequence[str]) -> VoiceInfo:
     return VoiceInfo(
         name=spec.name,
         description=description,
-        languages=list(languages),
+        languages=tuple(languages),
         kind=spec.kind,
         attribution_name=attribution_name,
         attribution_url=attribution_url,
+        settings=spec.settings,
     )
 
 

@@ -1,4 +1,5 @@
-"""Exceptions the engine raises, each with a message meant for the user."""
+"""Exceptions the engine raises, each with a message meant for the user (no torch here:
+the server catches them without importing the engine)."""
 
 
 class EngineError(Exception):

@@ -1,0 +1,25 @@
+"""What the engine, the voices library and the server share, without torch.
+
+The server, the command line and the voices configuration import these modules directly, so
+`--help`, the first `describe` and the tests of the server never load the engine.
+`wyoming_pocket_tts.engine` re-exports them next to its own public API.
+"""
+
+from .contract import ModelLike, SessionLike, VoiceSource, VoiceStateLike
+from .errors import EngineError, ModelLoadError, TextError, VoiceError
+from .options import GenerationOptions
+from .voices import VoiceInfo, VoiceKind
+
+__all__ = [
+    "EngineError",
+    "GenerationOptions",
+    "ModelLike",
+    "ModelLoadError",
+    "SessionLike",
+    "TextError",
+    "VoiceError",
+    "VoiceInfo",
+    "VoiceKind",
+    "VoiceSource",
+    "VoiceStateLike",
+]
