@@ -9,7 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speech_fixtures import FRAME_SIZE, QUIET, SAMPLE_RATE, ensure_espeak, frames_of, speak
+from speech_fixtures import (
+    FRAME_SIZE,
+    QUIET,
+    SAMPLE_RATE,
+    ensure_espeak,
+    frames_of,
+    max_jump,
+    pitch_ratio,
+    speak,
+)
 from wyoming_pocket_tts.audio import ReplyAudio, TimeStretcher, check_sentence_silence, silence
 
 SENTENCES = (
@@ -45,50 +54,6 @@ def stretch_streamed(audio: np.ndarray, length_scale: float) -> tuple[list[np.nd
     chunks = [stretcher.process(frame) for frame in frames_of(audio)]
     chunks.append(stretcher.flush())
     return chunks, np.concatenate(chunks)
-
-
-def pitch_track(audio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(centre times in s, fundamental frequencies in Hz) of voiced 40 ms windows, by
-    autocorrelation."""
-    window, hop = int(0.04 * SAMPLE_RATE), int(0.01 * SAMPLE_RATE)
-    shortest, longest = SAMPLE_RATE // 400, SAMPLE_RATE // 60  # lags for 400 Hz .. 60 Hz
-    loud = 0.1 * np.sqrt(np.mean(audio**2))
-    times, pitches = [], []
-    for start in range(0, audio.size - window, hop):
-        piece = audio[start : start + window].astype(np.float64)
-        piece = piece - piece.mean()
-        if np.sqrt(np.mean(piece**2)) < loud:
-            continue
-        ac = np.correlate(piece, piece, mode="full")[window - 1 :]
-        # Normalised per lag by the energy of the two overlapping parts: no bias to short lags.
-        energy = np.cumsum(piece**2)
-        head, tail = energy[::-1][: window - 1], energy[-1] - np.concatenate([[0.0], energy[:-2]])
-        ac = ac[: window - 1] / np.sqrt(np.maximum(head * tail, 1e-20))
-        lag = shortest + int(np.argmax(ac[shortest:longest]))
-        if ac[lag] < 0.8:  # not clearly periodic: unvoiced or a transition
-            continue
-        # Parabolic interpolation of the peak for sub-sample lags.
-        a, b, c = ac[lag - 1], ac[lag], ac[lag + 1]
-        offset = 0.5 * (a - c) / (a - 2 * b + c) if a - 2 * b + c != 0 else 0.0
-        times.append((start + window / 2) / SAMPLE_RATE)
-        pitches.append(SAMPLE_RATE / (lag + offset))
-    assert len(pitches) > 20, "too few voiced windows to estimate a pitch"
-    return np.array(times), np.array(pitches)
-
-
-def pitch_ratio(original: np.ndarray, changed: np.ndarray, length_scale: float) -> float:
-    """Median ratio of the pitch of ``changed`` at time t to that of ``original`` at
-    t / length_scale (the same moment of speech), over windows voiced in both."""
-    times_in, pitch_in = pitch_track(original)
-    times_out, pitch_out = pitch_track(changed)
-    nearest = np.clip(np.searchsorted(times_in, times_out / length_scale), 0, times_in.size - 1)
-    close = np.abs(times_in[nearest] - times_out / length_scale) <= 0.01
-    assert np.count_nonzero(close) > 20, "too few windows voiced in both"
-    return float(np.median(pitch_out[close] / pitch_in[nearest[close]]))
-
-
-def max_jump(audio: np.ndarray) -> float:
-    return float(np.max(np.abs(np.diff(audio))))
 
 
 def quiet_runs(audio: np.ndarray, threshold: float = QUIET) -> list[tuple[int, int]]:

@@ -11,14 +11,12 @@ does not make a double pause, and every model frame still makes exactly one chun
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from .stretch import TimeStretcher
 
-_LOGGER = logging.getLogger(__name__)
 
 MAX_SENTENCE_SILENCE_SECONDS = 10.0
 
