@@ -3,7 +3,7 @@
     python bench/stretch_bench.py                  # ours; candidates found installed too
     python bench/stretch_bench.py --repeats 20
 
-Real speech (three espeak-ng sentences at 24 kHz, about 10 s) is fed in 1920-sample frames
+Real speech (three espeak-ng sentences at 24 kHz, about 8 s) is fed in 1920-sample frames
 on one thread. For each length scale it prints the cost per frame (median and p99, ms)
 and, as a check of the result, the output's length against X times the input's, its
 pitch against the input's at the same moment of speech (1.000 = preserved) and its
@@ -41,22 +41,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from speech_fixtures import (  # noqa: E402 -- the tests' recordings and measures
-    FRAME_SIZE,
-    SAMPLE_RATE,
-    ensure_espeak,
-    frames_of,
-    max_jump,
-    pitch_ratio,
-    speak,
-)
+# The tests' recordings and measures.
+from speech_fixtures import FRAME_SIZE, SAMPLE_RATE, ensure_espeak, frames_of  # noqa: E402
+from speech_fixtures import max_jump, pitch_ratio, speak_sentences  # noqa: E402
 from wyoming_pocket_tts.audio import TimeStretcher  # noqa: E402
 
-SENTENCES = (
-    "The quick brown fox jumps over the lazy dog.",
-    "Home Assistant turned on the kitchen lights at seven o'clock.",
-    "Tomorrow will be sunny, with a light breeze from the west.",
-)
 SCALES = (0.8, 1.25, 1.5)
 _LOGGER = logging.getLogger("stretch_bench")
 
@@ -190,7 +179,7 @@ def main() -> None:
     if espeak is None:
         raise SystemExit("stretch_bench needs espeak-ng (apt-get install espeak-ng)")
     with tempfile.TemporaryDirectory() as folder:
-        audio = np.concatenate([speak(espeak, text, Path(folder) / f"{i}.wav") for i, text in enumerate(SENTENCES)])
+        audio = np.concatenate(speak_sentences(espeak, Path(folder)))
     frame_ms = 1000 * FRAME_SIZE / SAMPLE_RATE
     _LOGGER.info("speech: %.2f s, %d frames of %.0f ms; %d repeats", audio.size / SAMPLE_RATE,
                  len(frames_of(audio)), frame_ms, args.repeats)  # fmt: skip

@@ -18,6 +18,12 @@ SAMPLE_RATE = 24_000
 FRAME_SIZE = 1920  # the engine's 80 ms frame at 24 kHz
 # Below this level a recording's start and end count as its own silence.
 QUIET = 1e-3
+# Three sentences of a reply, about 8 s in all.
+SENTENCES = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Home Assistant turned on the kitchen lights at seven o'clock.",
+    "Tomorrow will be sunny, with a light breeze from the west.",
+)
 
 
 def ensure_espeak() -> str | None:
@@ -45,6 +51,11 @@ def speak(espeak: str, text: str, path: Path) -> np.ndarray:
     audio = soxr.resample(audio[:, 0], rate, SAMPLE_RATE).astype(np.float32)
     loud = np.flatnonzero(np.abs(audio) >= QUIET)
     return audio[loud[0] : loud[-1] + 1]
+
+
+def speak_sentences(espeak: str, folder: Path) -> list[np.ndarray]:
+    """Each of SENTENCES spoken (see ``speak``), its recording kept in ``folder``."""
+    return [speak(espeak, text, folder / f"sentence{index}.wav") for index, text in enumerate(SENTENCES)]
 
 
 def frames_of(audio: np.ndarray, size: int = FRAME_SIZE) -> list[np.ndarray]:

@@ -9,23 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speech_fixtures import (
-    FRAME_SIZE,
-    QUIET,
-    SAMPLE_RATE,
-    ensure_espeak,
-    frames_of,
-    max_jump,
-    pitch_ratio,
-    speak,
-)
+from speech_fixtures import FRAME_SIZE, QUIET, SAMPLE_RATE, ensure_espeak, frames_of, max_jump, pitch_ratio
+from speech_fixtures import speak_sentences
 from wyoming_pocket_tts.audio import ReplyAudio, TimeStretcher, check_sentence_silence, silence
 
-SENTENCES = (
-    "The quick brown fox jumps over the lazy dog.",
-    "Home Assistant turned on the kitchen lights at seven o'clock.",
-    "Tomorrow will be sunny, with a light breeze from the west.",
-)
 SCALES = (0.8, 1.0, 1.25, 1.5)
 
 
@@ -39,8 +26,7 @@ def espeak() -> str:
 
 @pytest.fixture(scope="session")
 def sentences(espeak: str, tmp_path_factory: pytest.TempPathFactory) -> list[np.ndarray]:
-    folder = tmp_path_factory.mktemp("speech")
-    return [speak(espeak, text, folder / f"s{index}.wav") for index, text in enumerate(SENTENCES)]
+    return speak_sentences(espeak, tmp_path_factory.mktemp("speech"))
 
 
 @pytest.fixture(scope="session")
