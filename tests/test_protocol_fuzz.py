@@ -215,7 +215,8 @@ def nested(rng: random.Random) -> bytes:
 
 
 def bad_unicode(rng: random.Random) -> bytes:
-    junk = bytes(rng.choice([0xFF, 0xFE, 0xC0, 0x80, 0xED]) for _ in range(rng.randint(1, 8)))
+    # 0xFF never occurs in UTF-8, so the junk is invalid whatever follows it (ED 80 80 alone is valid).
+    junk = b"\xff" + bytes(rng.choice([0xFF, 0xFE, 0xC0, 0x80, 0xED]) for _ in range(rng.randint(0, 7)))
     return rng.choice([
         b'{"type": "synthesize", "data": {"text": "' + junk + b'"}}\n',
         json.dumps({"type": "synthesize", "data_length": 20}).encode() + b"\n" + (b'{"text": "' + junk).ljust(20, b"\xff"),

@@ -157,12 +157,15 @@ class DiskCache:
             os.replace(temporary_check, _check_path(final))
             _sync_directory(self._dir)
         except Exception as err:  # noqa: BLE001 - a cache that cannot be written only costs speed
-            self._unlink(temporary)
-            self._unlink(temporary_check)
-            if isinstance(err, OSError) and err.errno in _UNWRITABLE:
+            _discard(temporary)
+            _discard(temporary_check)
+            # Savers report a read-only or full disk in their own exception types (safetensors:
+            # SafetensorError), so the directory itself is asked.
+            unwritable = _unwritable_reason(self._dir) if not _is_unwritable_error(err) else str(err)
+            if unwritable:
                 self._writable = False
                 _LOGGER.warning("disk cache: %s cannot be written (%s); new voices are kept in memory only "
-                                "until restart", self._dir, err.strerror or err)  # fmt: skip
+                                "until restart", self._dir, unwritable)  # fmt: skip
             else:
                 _LOGGER.warning("disk cache: cannot write %s: %s", final, err)
             return False
@@ -243,6 +246,32 @@ class DiskCache:
             pass
         except OSError as err:
             _LOGGER.warning("disk cache: cannot remove %s: %s", path, err)
+
+
+def _is_unwritable_error(err: Exception) -> bool:
+    return isinstance(err, OSError) and err.errno in _UNWRITABLE
+
+
+def _unwritable_reason(directory: Path) -> str | None:
+    """Why `directory` takes no writes (read-only, full, not ours), or None if it does:
+    a probe of 64 KiB is written, synced and removed."""
+    probe = directory / f"{_TMP_PREFIX}{os.getpid()}-probe-{uuid.uuid4().hex}"
+    try:
+        _write_synced(probe, bytes(64 * 1024))
+    except OSError as err:
+        return err.strerror or str(err)
+    finally:
+        _discard(probe)
+    return None
+
+
+def _discard(path: Path) -> None:
+    """Remove a temporary file if it is there; quietly, as a read-only directory refuses
+    even to remove what does not exist."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def _check_path(path: Path) -> Path:
