@@ -43,6 +43,9 @@ _STALE_TMP_S = 3600.0
 # Errors that say the directory cannot take writes at all, rather than this one value.
 _UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
 _HASH_BLOCK = 1 << 20
+# In every file name: entries of an earlier layout (no check file) miss quietly instead of
+# each being reported as untrusted, and age out of the size bound.
+_LAYOUT = "checked-1"
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class CacheKey:
     format_version: str
 
     def filename(self) -> str:
-        material = "\n".join((self.model_id, self.source_sha256, self.format_version))
+        material = "\n".join((self.model_id, self.source_sha256, self.format_version, _LAYOUT))
         return hashlib.sha256(material.encode("utf-8")).hexdigest()[:40] + SUFFIX
 
     def fields(self) -> dict[str, str]:
@@ -153,8 +156,9 @@ class DiskCache:
             saver(value, temporary)
             size, digest = _digest(temporary, sync=True)
             _write_synced(temporary_check, _Check(key.fields(), size, digest).to_json())
-            os.replace(temporary, final)
-            os.replace(temporary_check, _check_path(final))
+            with self._lock:  # two writers of one key in this process must not mix their halves
+                os.replace(temporary, final)
+                os.replace(temporary_check, _check_path(final))
             _sync_directory(self._dir)
         except Exception as err:  # noqa: BLE001 - a cache that cannot be written only costs speed
             _discard(temporary)
