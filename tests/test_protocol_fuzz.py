@@ -207,7 +207,8 @@ def bad_unicode(rng: random.Random) -> bytes:
     junk = b"\xff" + bytes(rng.choice([0xFF, 0xFE, 0xC0, 0x80, 0xED]) for _ in range(rng.randint(0, 7)))
     return rng.choice([
         b'{"type": "synthesize", "data": {"text": "' + junk + b'"}}\n',
-        json.dumps({"type": "synthesize", "data_length": 20}).encode() + b"\n" + (b'{"text": "' + junk).ljust(20, b"\xff"),
+        json.dumps({"type": "synthesize", "data_length": 20}).encode() + b"\n"
+        + (b'{"text": "' + junk).ljust(20, b"\xff"),
         b'{"type": "\\ud800x", "data": {"text": "\\udfff"}}\n',  # surrogates: replaced, the type is then unknown
         b'{"type": "synthesize-chunk", "data": {"text": "\\udc00\\ud800"}}\n',  # replaced; no stream open
     ])  # fmt: skip

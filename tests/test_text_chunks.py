@@ -7,8 +7,6 @@ or clause marks, and single "words" longer than a chunk.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from wyoming_pocket_tts.engine import TTSModel
@@ -127,6 +125,6 @@ def test_empty_text_is_still_an_error(tokenizer: Tokenizer) -> None:
         split_into_chunks("   ", tokenizer, RULES, MAX_TOKENS)
 
 
-def test_the_model_caps_every_chunk(demo_model: TTSModel, tmp_path: Path) -> None:
+def test_the_model_caps_every_chunk(demo_model: TTSModel) -> None:
     chunks = demo_model.chunk_text("x" * 5000 + " " + "y " * 3000)
     assert max(token_counts(chunks, demo_model.tokenizer)) <= MAX_TOKENS
