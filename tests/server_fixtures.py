@@ -285,6 +285,32 @@ def start_server_process(tmp_path: Path, *extra: str, port: int | None = None) -
     return ServerProcess(proc, port, log_path)
 
 
+@contextlib.contextmanager
+def ready_server_process(tmp_path: Path, *extra: str) -> Iterator[ServerProcess]:
+    """A server process with its voices listed; stopped after, and it must exit 0."""
+    proc = start_server_process(tmp_path, *extra)
+    try:
+        asyncio.run(wait_port(proc.port, timeout=60))
+        deadline = time.monotonic() + 120
+        while not asyncio.run(describe(proc.port))[0].tts[0].voices:
+            assert proc.proc.poll() is None, proc.log()
+            assert time.monotonic() < deadline, proc.log()
+            time.sleep(0.2)
+        yield proc
+    finally:
+        code = proc.stop()
+        print(proc.log()[-3000:])
+        assert code == 0, f"server exited with {code}"
+
+
+def peak_rss_mb(proc: ServerProcess) -> float:
+    """The server's peak resident memory so far (VmHWM), in MB."""
+    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/PID/status")
+
+
 # --------------------------------------------------------------------------------------
 # Client side
 

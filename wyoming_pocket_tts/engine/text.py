@@ -4,6 +4,12 @@ The model was trained on single sentences: long text is split at sentence ends (
 sentences at commas, semicolons and colons), then regrouped into chunks of at most
 `max_tokens` tokens. Each flag mirrors a field of the model config, and the result must
 match upstream's token for token, since the chunks decide the audio.
+
+Upstream stops there, so a long run without punctuation becomes one prompt whose memory
+grows with the text (gigabytes for a few thousand characters). Here a piece still longer
+than `max_tokens` after the clause split is cut at word boundaries, and a single "word"
+longer than that at character boundaries: no chunk is much longer than `max_tokens`,
+whatever the text, and text whose pieces all fit is chunked exactly as upstream does.
 """
 
 from __future__ import annotations
@@ -81,10 +87,18 @@ def _split_points(ids: list[int], marks: set[int], skip_decimal: Tokenizer | Non
     return points
 
 
+# Tokens decoded on each side of a split point: enough for the 2 characters before it and
+# the one after it. Decoding the whole prefix (as upstream does) is quadratic: "1." * 5000
+# took 11 s.
+_NUMBER_WINDOW = 8
+
+
 def _inside_number(ids: list[int], index: int, tokenizer: Tokenizer) -> bool:
     """True when the split would fall inside a decimal number such as 3.14."""
-    before = tokenizer.decode(ids[:index])
-    after = tokenizer.decode(ids[index:])
+    before = tokenizer.decode(ids[max(0, index - _NUMBER_WINDOW) : index])
+    if len(before) < 2 and index > _NUMBER_WINDOW:  # tokens that decode to nothing: look further
+        before = tokenizer.decode(ids[:index])
+    after = tokenizer.decode(ids[index : index + _NUMBER_WINDOW])
     return len(before) >= 2 and before[-1] == "." and before[-2].isdigit() and after[:1].isdigit()
 
 
@@ -106,9 +120,9 @@ def split_into_chunks(text: str, tokenizer: Tokenizer, rules: TextRules, max_tok
             sub_ids = tokenizer.encode(sentence.strip())
             clauses = _segments(sub_ids, _split_points(sub_ids, clause_marks, None), tokenizer)
             if len(clauses) > 1:
-                pieces.extend(clauses)
+                pieces.extend(piece for clause in clauses for piece in _fit(clause, tokenizer, max_tokens))
                 continue
-        pieces.append((count, sentence))
+        pieces.extend(_fit((count, sentence), tokenizer, max_tokens))
 
     chunks: list[str] = []
     current, current_count = "", 0
@@ -123,3 +137,40 @@ def split_into_chunks(text: str, tokenizer: Tokenizer, rules: TextRules, max_tok
     if current:
         chunks.append(current.strip())
     return chunks
+
+
+def _fit(piece: tuple[int, str], tokenizer: Tokenizer, max_tokens: int) -> list[tuple[int, str]]:
+    """`piece` itself if it fits in `max_tokens`, else its words (long words cut), to regroup."""
+    count, text = piece
+    if count <= max_tokens:
+        return [piece]
+    words: list[tuple[int, str]] = []
+    for word in text.split():
+        word_count = len(tokenizer.encode(word))
+        if word_count <= max_tokens:
+            words.append((word_count, word))
+        else:
+            words.extend(_cut_word(word, tokenizer, max_tokens))
+    return words
+
+
+def _cut_word(word: str, tokenizer: Tokenizer, max_tokens: int) -> list[tuple[int, str]]:
+    """Slices of `word` of at most `max_tokens` tokens each.
+
+    Cut by characters, not by decoding windows of token ids: a tokenizer without byte
+    fallback decodes characters it does not know as "<unk>", which would change the text.
+    """
+    slices: list[tuple[int, str]] = []
+    start = 0
+    while start < len(word):
+        # A character is at least one token in practice, so max_tokens characters is the
+        # longest slice worth trying; halve it while it encodes to too many tokens.
+        length = min(max_tokens, len(word) - start)
+        while True:
+            count = len(tokenizer.encode(word[start : start + length]))
+            if count <= max_tokens or length == 1:
+                break
+            length = max(1, length // 2)
+        slices.append((count, word[start : start + length]))
+        start += length
+    return slices

@@ -38,6 +38,7 @@ from wyoming.tts import (
 )
 
 from ..core import EngineError, TextError
+from .logsafe import clip
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot
 from .service import Backend, LoadFailed, TtsService, error_text
@@ -146,7 +147,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         if self._closing:
             return
         self._closing = True
-        _LOGGER.warning("Client %s: %s", self._peer, message)
+        _LOGGER.warning("Client %s: %s", self._peer, clip(message, 200))
         current = asyncio.current_task()
         response = self._response
         if response is not None and response is not current and not response.done():
@@ -189,7 +190,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             request_id = self._service.next_request_id()
             _LOGGER.info(
                 "Request %d from %s: one-shot, %d characters, voice %s",
-                request_id, self._peer, len(text), voice_name or "(default)",
+                request_id, self._peer, len(text), clip(voice_name or "(default)"),
             )  # fmt: skip
             self._start_response(lambda: self._respond_one_shot(request_id, text, voice_name))
             return True
@@ -200,7 +201,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             stream = _TextStream(self._service.next_request_id(), _voice_name(event))
             _LOGGER.info(
                 "Request %d from %s: streamed, voice %s",
-                stream.request_id, self._peer, stream.voice_name or "(default)",
+                stream.request_id, self._peer, clip(stream.voice_name or "(default)"),
             )  # fmt: skip
             self._stream = stream
             self._start_response(lambda: self._respond_streamed(stream))
@@ -333,13 +334,13 @@ class PocketTtsEventHandler(AsyncEventHandler):
                     # would let a waiting request in and open a gap in this reply. It is
                     # given up only while we wait for more text.
                     while sentence is not None:
-                        _LOGGER.debug("Request %d: sentence %r", stream.request_id, sentence)
+                        _LOGGER.debug("Request %d: sentence %s", stream.request_id, clip(repr(sentence)))
                         try:
                             await self._send_frames(backend, speak(sentence), cancel, timing, slot)
                         except TextError as err:
                             # One unpronounceable sentence ("---") must not end the reply.
                             _LOGGER.warning("Request %d: skipping a sentence: %s",
-                                            stream.request_id, error_text(err))  # fmt: skip
+                                            stream.request_id, clip(error_text(err), 200))  # fmt: skip
                         if stream.sentences.empty():
                             break
                         sentence = stream.sentences.get_nowait()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from wyoming_pocket_tts.core import ModelLike, VoiceError, VoiceInfo, VoiceStateLike
 from wyoming_pocket_tts.engine.voice import FORMAT as ENGINE_VOICE_FORMAT
+from wyoming_pocket_tts.server.logsafe import clip
 
 from .catalog import build_catalog
 from .config import VoiceLibraryConfig, VoiceSpec
@@ -121,7 +122,7 @@ class VoiceLibrary:
             return self._get_default()
         spec = self._lookup(name)
         if spec is None:
-            _LOGGER.warning("unknown voice %r requested; using the default voice", name)
+            _LOGGER.warning("unknown voice %s requested; using the default voice", clip(repr(name)))
             return self._get_default()
         if spec.name == self._default:
             return self._get_default()  # its own fallback chain if the default failed
