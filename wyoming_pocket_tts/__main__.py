@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 from . import __version__
 from .core import GenerationOptions
 from .server.app import ServerConfig, StartError, serve
+from .server.logsafe import RepeatLimiter
 from .server.service import LoadFailed
 from .server.zeroconf import zeroconf_available
 from .settings import SETTINGS, VOICE_FILE_SUFFIXES, Setting, SettingError, values_for
@@ -178,6 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,  # stdout may be the Wyoming stream (stdio://)
     )
+    # A burst of identical warnings (many clients making one mistake) is cut to a few.
+    for log_handler in logging.getLogger().handlers:
+        log_handler.addFilter(RepeatLimiter())
     try:
         config = config_from_args(args)
     except UsageError as err:
