@@ -74,7 +74,11 @@ class _Speaker:
         month_names = {name.lower(): index + 1 for index, name in enumerate(rules.months)}
         month_names.update({alias.lower(): month for alias, month in rules.month_aliases.items()})
         self.month_numbers = month_names
-        self.month_re = "|".join(sorted(map(re.escape, month_names), key=len, reverse=True))
+        written = [*rules.months, *rules.month_aliases]
+        # English months are capitalised ("you may 5 times" is no date); others are not.
+        self.month_re = "|".join(sorted(map(re.escape, written), key=len, reverse=True))
+        if rules.code != "en":
+            self.month_re = f"(?i:{self.month_re})"
 
     # --- building blocks -------------------------------------------------------------
 
@@ -107,7 +111,7 @@ class _Speaker:
             (re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b"), self.numeric_date),
             (re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"), self.slashed_date),
             (re.compile(rf"\b(?P<day>\d{{1,2}})(?:\.|st|nd|rd|th|er|re|ère|º|°|ª|e)?\s+(?:of\s+|de\s+)?"
-                        rf"(?P<month>(?i:{self.month_re}))\b\.?(?:,?\s+(?:de\s+)?(?P<y>\d{{4}})\b)?"),
+                        rf"(?P<month>{self.month_re})\b(?:,?\s+(?:de\s+)?(?P<y>\d{{4}})\b)?"),
              self.named_date),
         ]
         if self.code == "en":
@@ -316,7 +320,11 @@ class _Speaker:
         if match.group("bare") and self.rules.decimal_comma and all(len(part) == 3 for part in parts[1:]) \
                 and len(parts[0]) <= 3:
             return match.group(0)  # "1.234.567" is a number with thousands separators
-        words = f" {self.rules.dot_word} ".join(cardinal(int(part), self.code) for part in parts)
+        # "2024.6.1": Home Assistant's versions start with the year.
+        first = year(int(parts[0]), self.code) if re.fullmatch(r"1[1-9]\d\d|20\d\d", parts[0]) \
+            else cardinal(int(parts[0]), self.code)
+        words = f" {self.rules.dot_word} ".join(
+            [first, *(cardinal(int(part), self.code) for part in parts[1:])])
         return f"{self.rules.version_word} {words}" if match.group("parts") else words
 
     def short_version(self, match: re.Match[str]) -> str:
