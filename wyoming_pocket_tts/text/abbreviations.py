@@ -48,8 +48,13 @@ def expand_abbreviations(text: str, rules: Language) -> str:
 
     def expand(match: re.Match[str]) -> str:
         abbreviation = table[_key(match.group(0))]
+        spoken = abbreviation.spoken
+        before = text[:match.start()].rstrip()
+        if match.group(0)[0].isupper() and (not before or before[-1] in ".!?…:"):
+            # "Approx. 3 kWh" starting a sentence is said "Approximately", and stays a start.
+            spoken = spoken[0].upper() + spoken[1:]
         if abbreviation.may_end_sentence and _ENDS_SENTENCE.match(text, match.end()):
-            return abbreviation.spoken + "."
-        return abbreviation.spoken
+            return spoken + "."
+        return spoken
 
     return pattern.sub(expand, text)

@@ -121,13 +121,13 @@ class _Speaker:
             found.append((re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?!\d)"), self.numeric_date))
         found += [
             (re.compile(r"\b(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?(?![\d:])"
-                        r"(?:\s?(?P<ampm>[AaPp]\.?\s?[Mm])(?P<dot>\.)?(?!\w))?"
+                        r"(?:\s?(?P<ampm>[AaPp][Mm]|[AaPp]\.\s?[Mm](?P<dot>\.)?)(?!\w))?"
                         r"(?:\s?(?:Uhr|uur|h)\b)?"), self.clock),
             (re.compile(r"\b(?P<h>\d{1,2})h(?P<m>\d{2})\b"), self.clock),
         ]
         if self.code == "en":
             found += [
-                (re.compile(r"\b(?P<h>\d{1,2})\s?(?P<ampm>AM|PM|am|pm|a\.m|p\.m)(?P<dot>\.)?(?!\w)"),
+                (re.compile(r"\b(?P<h>\d{1,2})\s?(?P<ampm>AM|PM|am|pm|a\.m(?P<dot>\.)?|p\.m(?P<dot2>\.)?)(?!\w)"),
                  self.clock),
                 (re.compile(r"\b(?P<decade>(?:1[0-9]|20)?[1-9]0)'?s\b"), self.decade),
             ]
@@ -227,7 +227,7 @@ class _Speaker:
             return self.duration(match, hour, minute, int(seconds))
         if minute > 59 or hour > 24 or (ampm and not 1 <= hour <= 12):
             return match.group(0)
-        trailing_stop = "." if groups.get("dot") and re.match(
+        trailing_stop = "." if (groups.get("dot") or groups.get("dot2")) and re.match(
             r"\s*(?:$|[A-ZÄÖÜÉ])", match.string[match.end():]) else ""
         if self.code == "en":
             return self.english_clock(hour, minute, ampm.upper()) + trailing_stop

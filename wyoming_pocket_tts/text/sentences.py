@@ -19,7 +19,10 @@ from .languages import language_rules
 # End punctuation with closing quotes/brackets, then space, then the next sentence's start.
 _BOUNDARY = re.compile(r"(?P<end>[.!?…]+[\"'”’»)\]]*)(?=\s+(?P<next>\S))|(?P<newline>\n)(?=[ \t\n]*(?P<line>\S))")
 _LAST_TOKENS = re.compile(r"(?:(\S+)\s)?(\S+)$")
-_ORDINAL_OR_LIST_MARKER = re.compile(r"(?:^|\s)\d{1,3}\.$")
+# "1." opening a sentence, a line or a list after ":" is a list marker in every language;
+# German also writes ordinals so ("am 3. März", "der 1. Platz").
+_LIST_MARKER = re.compile(r"(?:^|[\n:])\s*\d{1,3}\.$")
+_GERMAN_ORDINAL = re.compile(r"(?:^|\s)\d{1,3}\.$")
 _INITIAL = re.compile(r"(?:^|\s)[^\W\d_]\.$")
 _FENCE = "```"
 
@@ -29,6 +32,7 @@ class SentenceSplitter:
 
     def __init__(self, language: str = "en") -> None:
         rules = language_rules(language)
+        self._ordinal_dots = rules.code == "de"
         self._abbreviations = {
             re.sub(r"\s+", "", item.written).lower(): item for item in rules.abbreviations}
         self._text = ""
@@ -43,7 +47,7 @@ class SentenceSplitter:
         self._text += chunk
         start = 0
         while (cut := self._next_cut(start)) is not None:
-            sentence, self._text = self._text[:cut].strip(), self._text[cut:]
+            sentence, self._text = self._text[:cut].strip(), self._text[cut:].lstrip()
             start = 0
             if sentence:
                 yield sentence
@@ -78,8 +82,9 @@ class SentenceSplitter:
             return True  # "!", "?", "…", "?!" and closing quotes always end a sentence
         if following.islower():
             return False  # "approx. the", "env. trois": no new sentence
-        if _ORDINAL_OR_LIST_MARKER.search(before) or _INITIAL.search(before):
-            return False  # "am 3. März", "1. Eier", "J. R. R."
+        if _LIST_MARKER.search(before.strip()) or _INITIAL.search(before) or (
+                self._ordinal_dots and _GERMAN_ORDINAL.search(before)):
+            return False  # "1. Eier", "J. R. R.", "am 3. März"
         tokens = _LAST_TOKENS.search(before)
         if tokens is None:
             return True
