@@ -8,6 +8,10 @@ import pytest
 from wyoming_pocket_tts.text import normalize
 
 EN = [
+    ("Electricity is $0.25/kWh right now, 30 cents per kWh at peak.",
+     "Electricity is twenty-five cents per kilowatt hour right now, thirty cents per kilowatt hour at peak."),
+    ("Here's your summary:\n\n1. **Weather**: 21.5 °C\n2. **Calendar**: dentist at 4:05 PM\n\nHave a great day! 😊",
+     "Here's your summary: Weather: twenty-one point five degrees Celsius. Calendar: dentist at four oh five PM. Have a great day!"),
     ('It is 19.5 °C and cloudy.',
      'It is nineteen point five degrees Celsius and cloudy.'),
     ('The time is 4:10 PM.',
@@ -71,6 +75,10 @@ EN = [
 ]
 
 DE = [
+    ("Strom kostet heute 0,31 €/kWh.",
+     "Strom kostet heute einunddreißig Cent pro Kilowattstunde."),
+    ("| Raum | Temperatur |\n|---|---|\n| Küche | 21,5 °C |\n| Bad | 19 °C |",
+     "Raum: Küche, Temperatur: einundzwanzig Komma fünf Grad Celsius. Raum: Bad, Temperatur: neunzehn Grad Celsius."),
     ('Es sind 19,5 °C und bewölkt.',
      'Es sind neunzehn Komma fünf Grad Celsius und bewölkt.'),
     ('Es ist 16:10 Uhr.',

@@ -29,9 +29,9 @@ def normalize(text: str, language: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     rules = language_rules(language)
-    spoken = markdown_to_text(text)
+    spoken = remove_emoji(text)  # first: a block ending in an emoji still ends a sentence
+    spoken = markdown_to_text(spoken)
     spoken = shorten_urls(spoken, rules)
-    spoken = remove_emoji(spoken)
     spoken = spoken.translate(_SUBSCRIPTS)
     spoken = expand_abbreviations(spoken, rules)
     spoken = rewrite_numerals(spoken, rules)

@@ -42,6 +42,7 @@ class Language:
     plus_word: str
     over_word: str  # fractions that have no name: "3 over 8"
     version_word: str
+    per_word: str  # "€/kWh", "pro kWh": a price or rate per unit
     fractions: dict[str, str]  # "1/2" -> "one half"
     months: tuple[str, ...]
     month_aliases: dict[str, int] = field(default_factory=dict)  # "Sept" -> 9
@@ -55,6 +56,7 @@ _SPACES = "\u00a0\u202f\u2009"  # no-break, narrow no-break and thin space
 
 ENGLISH = Language(
     code="en",
+    per_word="per",
     decimal_comma=False,
     thousands_spaces=_SPACES,
     decimal_word="point",
@@ -89,6 +91,7 @@ ENGLISH = Language(
 
 GERMAN = Language(
     code="de",
+    per_word="pro",
     decimal_comma=True,
     thousands_spaces=_SPACES,
     decimal_word="Komma",
@@ -128,6 +131,7 @@ GERMAN = Language(
 
 FRENCH = Language(
     code="fr",
+    per_word="par",
     decimal_comma=True,
     thousands_spaces=" " + _SPACES,
     decimal_word="virgule",
@@ -157,6 +161,7 @@ FRENCH = Language(
 
 ITALIAN = Language(
     code="it",
+    per_word="per",
     decimal_comma=True,
     thousands_spaces=_SPACES,
     decimal_word="virgola",
@@ -186,6 +191,7 @@ ITALIAN = Language(
 
 PORTUGUESE = Language(
     code="pt",
+    per_word="por",
     decimal_comma=True,
     thousands_spaces=_SPACES,
     decimal_word="vírgula",
@@ -216,6 +222,7 @@ PORTUGUESE = Language(
 
 SPANISH = Language(
     code="es",
+    per_word="por",
     decimal_comma=True,
     thousands_spaces=_SPACES,
     decimal_word="coma",
@@ -248,6 +255,7 @@ SPANISH = Language(
 
 DUTCH = Language(
     code="nl",
+    per_word="per",
     decimal_comma=True,
     thousands_spaces=_SPACES,
     decimal_word="komma",

@@ -25,7 +25,7 @@ _URL_TRAILING_PUNCTUATION = ".,;:!?"
 _CODE_SEPARATORS = re.compile(r"[_./\\]+")
 _EMOJI_LEFTOVERS = re.compile("[\u200d\ufe0e\ufe0f\u20e3]")
 _SPACE_BEFORE_STOP = re.compile(r"[ \t]+([.,])")
-_SPACES = re.compile(r"[ \t]{2,}")
+_SPACES = re.compile(r"(?<=\S)[ \t]{2,}")  # not indentation: it nests markdown lists
 
 
 @functools.cache
@@ -47,9 +47,11 @@ def _blocks(tokens: list[Token]) -> list[str]:
     blocks: list[str] = []
     header: list[str] = []
     row: list[str] = []
-    in_head = False
+    in_head = in_cell = False
     for token in tokens:
-        if token.type == "thead_open":
+        if token.type in ("th_open", "td_open", "th_close", "td_close"):
+            in_cell = token.type.endswith("_open")
+        elif token.type == "thead_open":
             in_head = True
         elif token.type == "thead_close":
             in_head = False
@@ -62,16 +64,11 @@ def _blocks(tokens: list[Token]) -> list[str]:
                 blocks.append(_table_row(header, row))
         elif token.type == "inline":
             words = _inline_text(token.children or [])
-            if token.level and _in_cell(tokens, token):
+            if in_cell:
                 row.append(words)
             elif words:
                 blocks.append(words)
     return blocks
-
-
-def _in_cell(tokens: list[Token], inline: Token) -> bool:
-    index = tokens.index(inline)
-    return index > 0 and tokens[index - 1].type in ("th_open", "td_open")
 
 
 def _table_row(header: list[str], row: list[str]) -> str:

@@ -135,6 +135,8 @@ class _Speaker:
             (re.compile(rf"(?P<a>{sign}{num})\s?[–—-]\s?(?=[-−]?{num}\s?(?:{self.unit_re})(?!\w))"),
              self.range_start),
             (re.compile(rf"{sign}(?P<num>{num})\s?(?P<unit>{self.unit_re})(?![\w/²³])"), self.with_unit),
+            (re.compile(rf"(?:(?<=[^\W\d])(?P<slash>/)|(?<=\s){self.rules.per_word}\s)(?P<unit>{self.unit_re})(?![\w/²³])"),
+             self.per_unit),
             *self.ordinal_passes(),
             (re.compile(r"\b[vV](?P<parts>\d+(?:\.\d+){2,})\b|\b(?P<bare>\d+(?:\.\d+){2,})\b"),
              self.version),
@@ -300,6 +302,11 @@ class _Speaker:
         if self.code == "it" and words.endswith("una") and name[0] in "aeiou":
             return f"{words[:-1]}'{name}"  # "un'ora"
         return f"{words} {name}"
+
+    def per_unit(self, match: re.Match[str]) -> str:
+        """ "0,31 €/kWh", "Cent pro kWh": the unit named once, after the language's "per"."""
+        spoken = f"{self.rules.per_word} {self.units[match.group('unit')].singular}"
+        return f" {spoken}" if match.group("slash") else spoken
 
     def ordinal_word(self, match: re.Match[str]) -> str:
         number = int(match.group("n"))
