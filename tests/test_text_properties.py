@@ -3,6 +3,8 @@
 import logging
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -154,3 +156,10 @@ def test_text_that_is_not_a_string_is_a_clear_error() -> None:
 
 def test_emoji_only_reply_becomes_empty() -> None:
     assert normalize("👍🏽 🎉", "en") == ""
+
+
+def test_package_imports_no_torch() -> None:
+    # The server imports it and must stay torch-free; a fresh interpreter shows what loads.
+    code = "import sys, wyoming_pocket_tts.text as t; t.normalize('5 °C', 'de'); print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
