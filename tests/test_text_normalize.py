@@ -8,6 +8,10 @@ import pytest
 from wyoming_pocket_tts.text import normalize
 
 EN = [
+    ("The sensor was last updated 2027-03-14T18:40:00Z.",
+     "The sensor was last updated March fourteenth, twenty twenty-seven eighteen forty."),
+    ("Prices rose from 2020-2024; the shop is open 10:00–12:00.",
+     "Prices rose from twenty twenty to twenty twenty-four; the shop is open ten o'clock to twelve o'clock."),
     ("Electricity is $0.25/kWh right now, 30 cents per kWh at peak.",
      "Electricity is twenty-five cents per kilowatt hour right now, thirty cents per kilowatt hour at peak."),
     ("Here's your summary:\n\n1. **Weather**: 21.5 °C\n2. **Calendar**: dentist at 4:05 PM\n\nHave a great day! 😊",
@@ -75,6 +79,10 @@ EN = [
 ]
 
 DE = [
+    ("Der Müll wird um 18.30 Uhr abgeholt, geöffnet ist von 10:00-12:00 Uhr.",
+     "Der Müll wird um achtzehn Uhr dreißig abgeholt, geöffnet ist von zehn Uhr bis zwölf Uhr."),
+    ("Es waren 20 000 Besucher.",
+     "Es waren zwanzigtausend Besucher."),
     ("Strom kostet heute 0,31 €/kWh.",
      "Strom kostet heute einunddreißig Cent pro Kilowattstunde."),
     ("| Raum | Temperatur |\n|---|---|\n| Küche | 21,5 °C |\n| Bad | 19 °C |",

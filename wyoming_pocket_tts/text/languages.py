@@ -52,7 +52,9 @@ class Language:
     ordinal_case_words: dict[str, str] = field(default_factory=dict)
 
 
-_SPACES = "\u00a0\u202f\u2009"  # no-break, narrow no-break and thin space
+# Groups of three digits may be parted by a space ("20 000", SI style) or by a no-break,
+# narrow no-break or thin space, in every language.
+_SPACES = " \u00a0\u202f\u2009"
 
 ENGLISH = Language(
     code="en",
@@ -133,7 +135,7 @@ FRENCH = Language(
     code="fr",
     per_word="par",
     decimal_comma=True,
-    thousands_spaces=" " + _SPACES,
+    thousands_spaces=_SPACES,
     decimal_word="virgule",
     minus_word="moins",
     to_word="à",

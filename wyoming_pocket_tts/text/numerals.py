@@ -107,7 +107,10 @@ class _Speaker:
         found: list[Pass] = [
             (re.compile(rf"{sign}(?P<cur>{currency})\s?(?P<num>{num})"), self.money),
             (re.compile(rf"{sign}(?P<num>{num})\s?(?P<cur>[$€£]|(?:CHF|EUR|USD|GBP)\b)"), self.money),
-            (re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), self.numeric_date),
+            # ISO dates, with the time an ISO timestamp may carry ("2027-03-14T18:40:00Z").
+            (re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+                        r"(?:[T ](?P<hh>\d{2}):(?P<mi>\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"),
+             self.numeric_date),
             (re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b"), self.numeric_date),
             (re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"), self.slashed_date),
             (re.compile(rf"\b(?P<day>\d{{1,2}})(?:\.|st|nd|rd|th|er|re|ère|º|°|ª|e)?\s+(?:of\s+|de\s+)?"
@@ -120,10 +123,15 @@ class _Speaker:
         if self.code == "de":  # "am 14.03." (no year)
             found.append((re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?!\d)"), self.numeric_date))
         found += [
+            # "10:00–12:00": the dash is said ("to"); each time is read by the next pass.
+            (re.compile(r"\b(?P<first>\d{1,2}:\d{2})\s?[–—-]\s?(?=\d{1,2}:\d{2})"),
+             lambda match: f"{match.group('first')} {self.rules.to_word} "),
             (re.compile(r"\b(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?(?![\d:])"
                         r"(?:\s?(?P<ampm>[AaPp][Mm]|[AaPp]\.\s?[Mm](?P<dot>\.)?)(?!\w))?"
                         r"(?:\s?(?:Uhr|uur|h)\b)?"), self.clock),
             (re.compile(r"\b(?P<h>\d{1,2})h(?P<m>\d{2})\b"), self.clock),
+            # "18.30 Uhr": a dot between hours and minutes, when the clock word follows.
+            (re.compile(r"\b(?P<h>\d{1,2})\.(?P<m>\d{2})\s?(?:Uhr|uur|h)\b"), self.clock),
         ]
         if self.code == "en":
             found += [
@@ -147,7 +155,8 @@ class _Speaker:
             (re.compile(r"\b(?P<code>[A-Za-z\d]*(?:[A-Za-z]\d|\d[A-Za-z])[A-Za-z\d]*(?:[.,]\d+\b)?)"),
              self.code_word),
             (re.compile(r"(?<![\d/])(?P<a>\d{1,3})/(?P<b>\d{1,3})(?![\d/])"), self.fraction),
-            (re.compile(r"(?<![\w.,])(?P<digits>0\d+|\d{5,})(?![\w]|[.,]\d)"), self.digit_string),
+            (re.compile(r"(?<![\w.,])(?<!\d[ \u00a0\u202f\u2009])(?P<digits>0\d+|\d{5,})(?![\w]|[.,]\d)"),
+             self.digit_string),
             (re.compile(r"(?<![\w.,])(?P<y>1[1-9]\d\d|20\d\d)(?![\w]|[.,]\d)"), self.bare_year),
             (re.compile(rf"{sign}(?P<num>{num})"), self.plain),
         ]
@@ -189,7 +198,15 @@ class _Speaker:
 
     def numeric_date(self, match: re.Match[str]) -> str:
         groups = match.groupdict()
-        return self.date(match, int(groups["d"]), int(groups["m"]), groups.get("y"))
+        spoken = self.date(match, int(groups["d"]), int(groups["m"]), groups.get("y"))
+        if groups.get("hh") is None or spoken == match.group(0):
+            return spoken
+        hour, minute = int(groups["hh"]), int(groups["mi"])
+        if hour > 23 or minute > 59:
+            return match.group(0)
+        time_words = self.english_clock(hour, minute, "") if self.code == "en" \
+            else self.clock_words(hour, minute)
+        return f"{spoken} {time_words}"
 
     def slashed_date(self, match: re.Match[str]) -> str:
         first, second = int(match.group("a")), int(match.group("b"))
@@ -281,6 +298,9 @@ class _Speaker:
 
     def range_start(self, match: re.Match[str]) -> str:
         written = match.group("a")
+        if re.fullmatch(r"1[1-9]\d\d|20\d\d", written) and re.match(
+                r"(?:1[1-9]\d\d|20\d\d)(?!\d)", match.string[match.end():]):
+            return f"{year(int(written), self.code)} {self.rules.to_word} "  # "2020-2024"
         amount = self.amount(written[0] if written[0] in "-−+" else None, written.lstrip("-−+"))
         if amount is None:
             return match.group(0)
@@ -344,7 +364,8 @@ class _Speaker:
         written = match.group("phone")
         digit_count = sum(char.isdigit() for char in written)
         looks_dialled = written[0] in "+(0" or "-" in written or "/" in written
-        if digit_count < 7 or not looks_dialled:
+        year_range = re.fullmatch(r"(?:1[1-9]\d\d|20\d\d)[–-](?:1[1-9]\d\d|20\d\d)", written)
+        if digit_count < 7 or not looks_dialled or year_range:
             return match.group(0)
         groups = re.findall(r"\d+", written)
         spoken = ", ".join(digits(group, self.rules) for group in groups)
