@@ -6,7 +6,7 @@ from sentence_stream import SentenceBoundaryDetector
 from wyoming_pocket_tts.text import LANGUAGES, SentenceSplitter, normalize
 
 
-def split(text: str, language: str, chunk_size: int = 1) -> list[str]:
+def split(text: str, language: str | None, chunk_size: int = 1) -> list[str]:
     splitter = SentenceSplitter(language)
     sentences = []
     for start in range(0, len(text), chunk_size):
@@ -118,3 +118,9 @@ def test_markdown_reply_streamed_is_read_without_markup() -> None:
     sentences = [normalize(sentence, "en") for sentence in split(reply, "en", 6)]
     assert sentences == ["Weather", "Today: sunny, twenty-one degrees Celsius", "Tomorrow: rain",
                          "See details."]
+
+
+def test_splitter_without_a_language_knows_every_language() -> None:
+    # While the model loads the server may not know the language yet.
+    text = "Am 3. März z. B. um 8 Uhr. Dr. Martin vient env. à 9 h. Klaar."
+    assert split(text, None) == ["Am 3. März z. B. um 8 Uhr.", "Dr. Martin vient env. à 9 h.", "Klaar."]

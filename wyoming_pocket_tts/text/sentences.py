@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .languages import language_rules
+from .languages import LANGUAGES, language_rules
 
 # End punctuation with closing quotes/brackets, then space, then the next sentence's start.
 _BOUNDARY = re.compile(r"(?P<end>[.!?…]+[\"'”’»)\]]*)(?=\s+(?P<next>\S))|(?P<newline>\n)(?=[ \t\n]*(?P<line>\S))")
@@ -23,18 +23,24 @@ _LAST_TOKENS = re.compile(r"(?:(\S+)\s)?(\S+)$")
 # German also writes ordinals so ("am 3. März", "der 1. Platz").
 _LIST_MARKER = re.compile(r"(?:^|[\n:])\s*\d{1,3}\.$")
 _GERMAN_ORDINAL = re.compile(r"(?:^|\s)\d{1,3}\.$")
-_INITIAL = re.compile(r"(?:^|\s)[^\W\d_]\.$")
+_INITIAL = re.compile(r"(?:^|\s)[A-ZÀ-ÖØ-Þ]\.$")  # "J. R. R.", not "9 h."
 _FENCE = "```"
 
 
 class SentenceSplitter:
     """Cuts streamed text into sentences with knowledge of one language's abbreviations."""
 
-    def __init__(self, language: str = "en") -> None:
-        rules = language_rules(language)
-        self._ordinal_dots = rules.code == "de"
-        self._abbreviations = {
-            re.sub(r"\s+", "", item.written).lower(): item for item in rules.abbreviations}
+    def __init__(self, language: str | None = None) -> None:
+        """`language`: a code as for `normalize`; None (not known yet, e.g. while the model
+        loads) applies every language's abbreviations and German ordinals, which can only
+        join two sentences, never cut one."""
+        chosen = [language_rules(language)] if language is not None else list(LANGUAGES.values())
+        self._ordinal_dots = any(rules.code == "de" for rules in chosen)
+        self._abbreviations = {re.sub(r"\s+", "", item.written).lower(): item
+                               for rules in reversed(chosen) for item in rules.abbreviations}
+        # "z." followed by "B": the first part of "z. B.", not a sentence end.
+        self._openings = {key[:index + 2] for key in self._abbreviations
+                          for index, char in enumerate(key[:-1]) if char == "."}
         self._text = ""
 
     @property
@@ -89,6 +95,8 @@ class SentenceSplitter:
         if tokens is None:
             return True
         for candidate in (tokens.group(2), (tokens.group(1) or "") + tokens.group(2)):
+            if (candidate + following).lower() in self._openings:
+                return False
             abbreviation = self._abbreviations.get(candidate.lower())
             if abbreviation is None:
                 continue
