@@ -263,6 +263,8 @@ PT = [
 ]
 
 ES = [
+    ("Hace 20 ºC y 1,5 veces más viento.",
+     "Hace veinte grados Celsius y uno coma cinco veces más viento."),
     ('Hace 19,5 °C y está nublado.',
      'Hace diecinueve coma cinco grados Celsius y está nublado.'),
     ('Son las 18:40.',

@@ -154,6 +154,11 @@ def test_text_that_is_not_a_string_is_a_clear_error() -> None:
         normalize(b"19.5 \xc2\xb0C", "en")  # type: ignore[arg-type]
 
 
+def test_language_that_is_not_a_string_is_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="language must be a str"):
+        normalize("19.5 °C", None)  # type: ignore[arg-type]
+
+
 def test_emoji_only_reply_becomes_empty() -> None:
     assert normalize("👍🏽 🎉", "en") == ""
 

@@ -28,6 +28,8 @@ def normalize(text: str, language: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    if not isinstance(language, str):
+        raise TypeError(f"language must be a str such as 'en', not {type(language).__name__}")
     rules = language_rules(language)
     spoken = remove_emoji(text)  # first: a block ending in an emoji still ends a sentence
     spoken = markdown_to_text(spoken)

@@ -36,9 +36,14 @@ class Amount:
         return self.whole == 1 and not self.fraction
 
 
+# "20 ºC": the ordinal indicator typed for the degree sign (Spanish and Portuguese keyboards).
+_ORDINAL_FOR_DEGREE = re.compile(r"(?<=\d)(\s?)º(?=[CF]\b)")
+
+
 def rewrite_numerals(text: str, rules: Language) -> str:
     if not any(char.isdigit() for char in text):
         return text
+    text = _ORDINAL_FOR_DEGREE.sub(r"\1°", text)
     for pattern, say in _passes(rules.code):
         text = pattern.sub(say, text)
     return _spell_leftover_digits(text, rules)
@@ -152,7 +157,7 @@ class _Speaker:
             (re.compile(r"(?<![\w+])(?P<phone>(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,5}\)\s?)?"
                         r"\d{2,5}(?:[\s./-]\d{2,8}){1,5})(?![\w])"), self.phone),
             (re.compile(rf"(?P<a>{sign}{num})\s?(?:–|—|-(?=\d))\s?(?=[-−]?\d)"), self.range_start),
-            (re.compile(r"\b(?P<code>[A-Za-z\d]*(?:[A-Za-z]\d|\d[A-Za-z])[A-Za-z\d]*(?:[.,]\d+\b)?)"),
+            (re.compile(r"(?<!\d[.,])\b(?P<code>[A-Za-z\d]*(?:[A-Za-z]\d|\d[A-Za-z])[A-Za-z\d]*(?:[.,]\d+\b)?)"),
              self.code_word),
             (re.compile(r"(?<![\d/])(?P<a>\d{1,3})/(?P<b>\d{1,3})(?![\d/])"), self.fraction),
             (re.compile(r"(?<![\w.,])(?<!\d[ \u00a0\u202f\u2009])(?P<digits>0\d+|\d{5,})(?![\w]|[.,]\d)"),
@@ -403,4 +408,6 @@ class _Speaker:
         if amount is None:
             return match.group(0)
         words = self.say_amount(amount)
+        if match.end() < len(match.string) and match.string[match.end()].isalpha():
+            words += " "  # "1.5x": the letter after the number stays a word of its own
         return f"{self.rules.plus_word} {words}" if sign == "+" else words
