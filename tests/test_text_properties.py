@@ -163,8 +163,12 @@ def test_emoji_only_reply_becomes_empty() -> None:
     assert normalize("👍🏽 🎉", "en") == ""
 
 
-def test_package_imports_no_torch() -> None:
-    # The server imports it and must stay torch-free; a fresh interpreter shows what loads.
-    code = "import sys, wyoming_pocket_tts.text as t; t.normalize('5 °C', 'de'); print('torch' in sys.modules)"
+def test_package_imports_no_torch_and_its_libraries_on_first_use() -> None:
+    # The server imports it: it must stay torch-free, and cheap to import (`--version`).
+    code = ("import sys, wyoming_pocket_tts.text as t\n"
+            "libraries = ('num2words', 'emoji', 'markdown_it')\n"
+            "print(any(name in sys.modules for name in libraries))\n"
+            "t.warm_up('de')\n"
+            "print(all(name in sys.modules for name in libraries), 'torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"
+    assert result.stdout.split() == ["False", "True", "False"]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import functools
 import re
 
-import emoji
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING
 
 from .languages import Language
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 # Only text with one of these goes through the parser: plain replies skip its ~100 µs.
 _MARKDOWN_HINT = re.compile(r"[*_`#|\[\]<>~]|^\s*(?:[-+]|\d+[.)])\s", re.MULTILINE)
@@ -30,6 +32,9 @@ _SPACES = re.compile(r"(?<=\S)[ \t]{2,}")  # not indentation: it nests markdown 
 
 @functools.cache
 def _parser() -> MarkdownIt:
+    # markdown-it and emoji are imported on first use, not with the server (~150 ms).
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
@@ -117,6 +122,8 @@ def remove_emoji(text: str) -> str:
     """Emoji dropped, with the space they leave: "Done ✅." -> "Done."."""
     if all(ord(char) < 0x2000 and char not in "©®" for char in text):
         return text
+    import emoji
+
     stripped = _EMOJI_LEFTOVERS.sub("", emoji.replace_emoji(text, ""))
     if stripped == text:
         return text

@@ -8,7 +8,7 @@ read decimals as people say them, or spell codes digit by digit. That glue is he
 from __future__ import annotations
 
 import functools
-from num2words import num2words
+from collections.abc import Callable
 
 from .languages import Language
 
@@ -16,19 +16,26 @@ from .languages import Language
 @functools.lru_cache(maxsize=4096)
 def cardinal(number: int, language: str) -> str:
     # Cached: num2words takes 10-300 µs per call, and replies repeat the same few numbers.
-    words = num2words(number, lang=language)
+    words = _num2words()(number, lang=language)
     # num2words writes "one thousand, two hundred": the comma would be read as a pause.
     return words.replace(",", "") if language == "en" else words
 
 
 @functools.lru_cache(maxsize=1024)
 def ordinal(number: int, language: str) -> str:
-    return num2words(number, lang=language, to="ordinal")
+    return _num2words()(number, lang=language, to="ordinal")
 
 
 @functools.lru_cache(maxsize=1024)
 def year(number: int, language: str) -> str:
-    return num2words(number, lang=language, to="year")
+    return _num2words()(number, lang=language, to="year")
+
+
+def _num2words() -> Callable[..., str]:
+    # Imported on first use, not with the server: `--version` and `--help` must stay fast.
+    from num2words import num2words
+
+    return num2words
 
 
 def digits(text: str, rules: Language) -> str:
