@@ -119,7 +119,7 @@ def test_sentencepiece_chunks_are_bounded(text: str, sentencepiece: Tokenizer) -
 
 
 def test_empty_text_is_still_an_error(tokenizer: Tokenizer) -> None:
-    from wyoming_pocket_tts.engine.errors import TextError
+    from wyoming_pocket_tts.core.errors import TextError
 
     with pytest.raises(TextError):
         split_into_chunks("   ", tokenizer, RULES, MAX_TOKENS)

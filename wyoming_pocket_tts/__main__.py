@@ -174,14 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Before the checks, so that their warnings (an unwritable data dir) reach the log.
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,  # stdout may be the Wyoming stream (stdio://)
-    )
+    stderr = logging.StreamHandler(sys.stderr)  # stdout may be the Wyoming stream (stdio://)
+    stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # A burst of identical warnings (many clients making one mistake) is cut to a few.
-    for log_handler in logging.getLogger().handlers:
-        log_handler.addFilter(RepeatLimiter())
+    stderr.addFilter(RepeatLimiter())
+    # basicConfig leaves a logging set up before (an embedding program, pytest) alone.
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, handlers=[stderr])
     try:
         config = config_from_args(args)
     except UsageError as err:
