@@ -288,27 +288,29 @@ def test_state_file_voice_is_loaded_directly(household: Path) -> None:
 # -- bad voices ----------------------------------------------------------------------------
 
 
-def test_silent_recording_falls_back_to_default(household: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_silent_recording_is_an_error_not_another_voice(household: Path, caplog: pytest.LogCaptureFixture) -> None:
     silent = write_recording(household / "voices" / "ghost.wav", amplitude=0.0)
     model = FakeModel()
     lib = make_library(model, household, default_voice="dad")
-    with caplog.at_level(logging.WARNING):
-        name, _ = lib.get("ghost")
-    assert name == "dad"
-    assert model.calls["recording"] == 1  # only dad: the silent file never reached the engine
+    with caplog.at_level(logging.WARNING), pytest.raises(VoiceError, match="silent") as failure:
+        lib.get("ghost")
+    assert "'ghost'" in str(failure.value) and str(silent) in str(failure.value)
+    assert model.calls["recording"] == 0  # the silent file never reached the engine
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "'ghost'" in errors[0] and str(silent) in errors[0] and "silent" in errors[0]
     assert "ghost" not in [v.name for v in lib.voices]
     caplog.clear()
-    with caplog.at_level(logging.WARNING):
-        assert lib.get("ghost")[0] == "dad"  # remembered: no second attempt, no second ERROR
+    with caplog.at_level(logging.WARNING), pytest.raises(VoiceError, match="silent"):
+        lib.get("ghost")  # remembered: no second attempt, no second ERROR
     assert not [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert lib.get(None)[0] == "dad"  # the others still work
 
 
 def test_failed_voice_retried_when_its_file_changes(household: Path) -> None:
     path = write_recording(household / "voices" / "ghost.wav", amplitude=0.0)
     lib = make_library(FakeModel(), household, default_voice="dad")
-    assert lib.get("ghost")[0] == "dad"
+    with pytest.raises(VoiceError):
+        lib.get("ghost")
     write_recording(path, amplitude=0.5, seconds=1.2)
     assert lib.get("ghost")[0] == "ghost"
     assert "ghost" in [v.name for v in lib.voices]
@@ -319,9 +321,10 @@ def test_state_for_another_model(household: Path, caplog: pytest.LogCaptureFixtu
     other = FakeModel(model_id="another@rev9")
     other.save_voice(other._state(1.0, 10), foreign)
     lib = make_library(FakeModel(), household, default_voice="mum")
-    with caplog.at_level(logging.WARNING):
-        assert lib.get("foreign")[0] == "mum"
-    assert "'foreign'" in caplog.text and str(foreign) in caplog.text and "made for model another@rev9" in caplog.text
+    with pytest.raises(VoiceError) as failure:
+        lib.get("foreign")
+    assert "'foreign'" in str(failure.value) and str(foreign) in str(failure.value)
+    assert "made for model another@rev9" in str(failure.value)
     assert lib.get("dad")[0] == "dad"  # the others still work
 
 
@@ -330,7 +333,9 @@ def test_engine_rejects_recording(household: Path, caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.WARNING):
         lib = make_library(model, household)
     assert "cannot clone voices" in caplog.text
-    assert lib.get("mum")[0] == "alba"
+    with pytest.raises(VoiceError):
+        lib.get("mum")
+    assert lib.get(None)[0] == "alba"
 
 
 def test_failed_default_is_replaced_by_next_voice(household: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -341,7 +346,7 @@ def test_failed_default_is_replaced_by_next_voice(household: Path, caplog: pytes
     assert "default voice 'aaa_silent' is unavailable" in caplog.text
     assert lib.default_name == "dad"
     assert [v.name for v in lib.voices][0] == "dad"
-    assert lib.get("aaa_silent")[0] == "dad"
+    assert lib.get("aaa_silent")[0] == "dad"  # the default's name: the stand-in
 
 
 def test_no_voice_can_be_made(tmp_path: Path) -> None:
@@ -382,10 +387,16 @@ def test_concurrent_gets_of_a_failing_voice_fail_once(household: Path) -> None:
     write_recording(household / "voices" / "ghost.wav", amplitude=0.0)
     model = FakeModel()
     lib = make_library(model, household, default_voice="dad")
+    def outcome(_: int) -> str:
+        try:
+            return lib.get("ghost")[0]
+        except VoiceError as err:
+            return "error: silent" if "silent" in str(err) else f"error: {err}"
+
     with ThreadPoolExecutor(max_workers=8) as pool:
-        names = list(pool.map(lambda _: lib.get("ghost")[0], range(8)))
-    assert names == ["dad"] * 8
-    assert model.calls["recording"] == 1  # dad, once
+        outcomes = list(pool.map(outcome, range(8)))
+    assert outcomes == ["error: silent"] * 8
+    assert model.calls["recording"] == 0  # checked once, never sent to the engine
 
 
 def test_mixed_concurrent_load(household: Path) -> None:

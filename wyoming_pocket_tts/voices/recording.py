@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from wyoming_pocket_tts.engine import VoiceError
+from wyoming_pocket_tts.engine.errors import VoiceError
 
 # Shorter prompts give the model too little of the voice to clone it.
 MIN_DURATION_S = 0.5
