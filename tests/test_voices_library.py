@@ -504,3 +504,92 @@ def test_request_waiting_on_preencoding_keeps_its_voice_in_memory(household: Pat
     assert result[0][0] == "kid"
     assert lib.cached_names() == ["alba", "kid"]  # the request evicted dad, as any request would
     assert [p.stem for p in model.encoded_paths] == ["dad", "kid", "mum"]
+
+
+# -- re-reading the voices file and folder ----------------------------------------------
+
+
+def test_refresh_adds_a_new_recording_and_encodes_it_in_the_background(household: Path) -> None:
+    model = FakeModel()
+    lib = make_library(model, household, default_voice="dad")
+    assert lib.refresh() is False  # nothing changed
+    write_recording(household / "voices" / "aunt.wav", freq=330)
+    assert lib.refresh() is True
+    assert "aunt" in [v.name for v in lib.voices]
+    assert lib.wait_preencoding(10)
+    assert "aunt" in lib.cached_names() and model.calls["recording"] == 1
+    assert lib.get("aunt")[0] == "aunt" and model.calls["recording"] == 1
+    assert lib.refresh() is False
+
+
+def test_refresh_reads_nothing_while_the_files_are_unchanged(household: Path, monkeypatch) -> None:
+    from wyoming_pocket_tts.voices import library
+
+    lib = make_library(FakeModel(), household)
+    builds = []
+    real_build = library.build_catalog
+    monkeypatch.setattr(library, "build_catalog", lambda *a: builds.append(a) or real_build(*a))
+    for _ in range(5):
+        lib.refresh()
+    assert builds == []
+    os.utime(household / "voices" / "kid.wav", ns=(1, 1))  # touched: read again
+    lib.refresh()
+    assert len(builds) == 1
+
+
+def test_refresh_drops_a_removed_voice(household: Path, caplog: pytest.LogCaptureFixture) -> None:
+    lib = make_library(FakeModel(), household, default_voice="dad")
+    lib.get("kid")
+    (household / "voices" / "kid.wav").unlink()
+    assert lib.refresh() is True
+    assert "kid" not in [v.name for v in lib.voices]
+    assert "kid" not in lib.cached_names()
+    with caplog.at_level(logging.WARNING):
+        assert lib.get("kid")[0] == "dad"
+    assert "unknown voice 'kid'" in caplog.text
+
+
+def test_refresh_keeps_the_old_list_when_the_voices_file_breaks(household: Path, caplog) -> None:
+    voices_file = household / "voices.yaml"
+    voices_file.write_text("voices:\n  - name: grandpa\n    audio: voices/dad.wav\n")
+    lib = make_library(FakeModel(), household, voices_file=voices_file)
+    assert "grandpa" in [v.name for v in lib.voices]
+    voices_file.write_text("voices: [unclosed\n")
+    with caplog.at_level(logging.ERROR):
+        assert lib.refresh() is False
+    assert "keeping the previous voices" in caplog.text and "not valid YAML" in caplog.text
+    assert "grandpa" in [v.name for v in lib.voices]
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        lib.refresh()  # the same broken file: not reported again
+    assert not caplog.records
+
+
+def test_recording_deleted_while_in_memory_is_still_served(household: Path) -> None:
+    model = FakeModel()
+    lib = make_library(model, household)
+    _, state = lib.get("kid")
+    (household / "voices" / "kid.wav").unlink()
+    assert lib.get("kid") == ("kid", state)  # no refresh yet: the encoded voice stays
+    assert model.calls["recording"] == 1
+
+
+def test_recording_deleted_before_it_was_encoded_is_a_clear_error(household: Path) -> None:
+    lib = make_library(FakeModel(), household)
+    (household / "voices" / "kid.wav").unlink()
+    with pytest.raises(VoiceError, match="'kid'.*cannot be read: No such file"):
+        lib.get("kid")
+
+
+def test_unknown_long_voice_name_is_logged_truncated(household: Path, caplog) -> None:
+    lib = make_library(FakeModel(), household)
+    with caplog.at_level(logging.WARNING):
+        assert lib.get("x" * 5000)[0] == "alba"
+    (message,) = [r.getMessage() for r in caplog.records if "unknown voice" in r.getMessage()]
+    assert "xxx..." in message and len(message) < 200
+
+
+def test_languages_given_to_the_library_are_the_voices_languages(household: Path) -> None:
+    lib = VoiceLibrary(FakeModel(), VoiceLibraryConfig(data_dir=household / "data", voices_dir=household / "voices"),
+                       languages=("de",))
+    assert {tuple(v.languages) for v in lib.voices} == {("de",)}
