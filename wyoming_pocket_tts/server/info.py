@@ -41,9 +41,12 @@ def voice_entry(voice: object) -> VoiceEntry:
     )
 
 
-def build_info(model_name: str, voices: Iterable[VoiceEntry], *, loading: bool = False) -> Info:
-    """Info with one TTS program; `loading` only changes the description people see."""
-    status = " (loading)" if loading else ""
+def build_info(
+    model_name: str, voices: Iterable[VoiceEntry], *, loading: bool = False, warming_up: bool = False
+) -> Info:
+    """Info with one TTS program; `loading` and `warming_up` (requests are served, the
+    first synthesis is being paid for) only change the description people see."""
+    status = " (loading)" if loading else " (warming up)" if warming_up else ""
     tts_voices = [
         TtsVoice(
             name=voice.name,

@@ -199,16 +199,18 @@ class TtsService:
         assert self._ready is not None, "start() was not called"
         if self._trouble is not None:
             raise LoadFailed(f"still loading, and {self._trouble}")
+        # shield: a cancelled request must not cancel the loading shared by everyone.
+        ready = asyncio.shield(self._ready)
         trouble = asyncio.ensure_future(self._trouble_seen.wait())
+        waits: set[asyncio.Future[Any]] = {ready, trouble}
         try:
-            # shield: a cancelled request must not cancel the loading shared by everyone.
-            ready = asyncio.shield(self._ready)
-            await asyncio.wait([ready, trouble], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             trouble.cancel()
-        if ready.done():
+            if not ready.done():
+                ready.cancel()  # only the shield: the loading goes on
+        if ready.done() and not ready.cancelled():
             return ready.result()
-        ready.cancel()  # only the shield
         raise LoadFailed(f"still loading, and {self._trouble or 'a download failed'}")
 
     async def drain(self, timeout: float) -> None:
@@ -240,14 +242,21 @@ class TtsService:
             if backend is None:
                 return build_info(self.model_name, self._preview, loading=True)
         await self._bounded(asyncio.to_thread(backend.voices.refresh))
-        return build_info(self.model_name, self.voice_entries(backend))
+        return build_info(self.model_name, self.voice_entries(backend), warming_up=self.warming_up)
+
+    @property
+    def warming_up(self) -> bool:
+        """The model is ready and serves requests, but its first synthesis is still to come
+        (the default voice being loaded, or the warm-up running)."""
+        return self._warmup_task is not None and not self._warmup_task.done()
 
     @staticmethod
     async def _bounded(work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(work)
         done, _ = await asyncio.wait([task], timeout=DESCRIBE_REFRESH_WAIT_S)
-        if task in done and task.exception() is not None:
-            _LOGGER.warning("Re-reading the voices failed: %s", error_text(task.exception()))
+        error = task.exception() if task in done else None
+        if error is not None:
+            _LOGGER.warning("Re-reading the voices failed: %s", error_text(error))
 
     @staticmethod
     def voice_entries(backend: Backend) -> Sequence[VoiceEntry]:
