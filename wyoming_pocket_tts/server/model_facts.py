@@ -58,7 +58,10 @@ def config_language(model: str) -> str:
     if found:
         return found
     if not model.startswith("hf://"):
-        found = _language_in(_read_head(Path(model).expanduser()))
+        path = Path(model).expanduser()
+        if not path.is_file():
+            return FALLBACK_LANGUAGE  # not a config (a misspelt name?): loading says so
+        found = _language_in(_read_head(path))
         if found:
             _LOGGER.info("Model %s: language %s, from the paths in its config", model, found)
             return found

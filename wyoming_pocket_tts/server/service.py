@@ -65,8 +65,8 @@ class TtsService:
     synth_executor: Executor
     voice_executor: Executor
     # Run once the model is ready, under a scheduler slot like a request: the first
-    # synthesis after start pays one-off costs that should not fall on a user's request,
-    # and it gives the scheduler its first measure of the engine's speed.
+    # synthesis after start pays one-off costs that should not fall on a user's request.
+    # It runs at the lowest priority and a request pre-empts it (see `_warm_up`).
     warmup: Warmup | None = None
     # Lists the voices without the model (torch-free, no download; re-reads the voices
     # files when they changed), so that every `describe` while the model loads (or
@@ -74,6 +74,7 @@ class TtsService:
     previewer: Callable[[], Sequence[VoiceEntry]] | None = None
     _preview: tuple[VoiceEntry, ...] = field(default=(), init=False)
     _preview_done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _preview_task: asyncio.Task[None] | None = field(default=None, init=False)
     # Why loading is failing right now (a download being retried); requests get it at once.
     _trouble: str | None = field(default=None, init=False)
     _trouble_seen: asyncio.Event = field(default_factory=asyncio.Event, init=False)
@@ -135,7 +136,7 @@ class TtsService:
 
         if self.previewer is not None:
             # Its own thread, not the loader's: the first describe must not wait for torch.
-            loop.create_task(self._refresh_preview(), name="voice preview")
+            self._preview_task = loop.create_task(self._refresh_preview(), name="voice preview")
         else:
             self._preview_done.set()
         # A daemon thread: a download in progress must not keep a stopping server alive
