@@ -10,7 +10,12 @@ Measures, over TCP with the `wyoming` client:
   * speed of a 4-sentence streamed reply: seconds of audio per second of wall time
     ("x real time"; above 1 means the audio is made faster than it plays), and its
     real-time factor RTF = wall time / audio time;
-  * the same reply requested by two clients at once (how the two cores are shared).
+  * the same reply requested by two clients at once (how the two cores are shared);
+  * with `--starts N` (and `--start`): N fresh servers one after the other, each sent the
+    one-shot sentence the instant its `describe` stops saying "(loading)" (or "(warming
+    up)"), then
+    `--rounds` more: first audio of that first request after start against the later
+    ones (the start-up warm-up must not make the first one slower).
 Prints a Markdown table. Only loopback addresses are used; every loop is bounded.
 """
 
@@ -103,19 +108,91 @@ async def streamed(host: str, port: int, text: str, delta_delay: float) -> Run:
     return run
 
 
-async def wait_ready(host: str, port: int, timeout: float) -> None:
+async def wait_ready(host: str, port: int, timeout: float, poll_s: float = 0.25) -> None:
+    """Until `describe` lists voices and no longer says the model is loading (or warming up)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             async with AsyncTcpClient(host, port) as client:
                 await client.write_event(Describe().event())
                 event = await asyncio.wait_for(client.read_event(), 5)
-                if event is not None and Info.is_type(event.type) and Info.from_event(event).tts[0].voices:
-                    return
+                if event is not None and Info.is_type(event.type):
+                    program = Info.from_event(event).tts[0]
+                    status = program.description or ""
+                    if program.voices and "(loading)" not in status and "(warming up)" not in status:
+                        return
         except OSError:
             pass
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(poll_s)
     raise TimeoutError("server not ready")
+
+
+def start_server(model: str, server_args: list[str]) -> tuple[subprocess.Popen, str, int]:
+    port = _free_port()
+    host = "127.0.0.1"
+    cmd = [sys.executable, "-m", "wyoming_pocket_tts", "--model", model,
+           "--uri", f"tcp://{host}:{port}", *server_args]  # fmt: skip
+    _LOGGER.info("starting: %s", " ".join(cmd))
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"server_latency-{port}.log", "wb")
+    _LOGGER.info("server log: %s", log.name)
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=log, stderr=log)
+    return proc, host, port
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def first_audio(host: str, port: int, text: str) -> float:
+    """Seconds from a one-shot `synthesize` to its first audio chunk; then hang up (the
+    server cancels the rest), so a slow machine measures many starts quickly."""
+    async with AsyncTcpClient(host, port) as client:
+        started = time.perf_counter()
+        await client.write_event(Synthesize(text=text).event())
+        while True:
+            event = await asyncio.wait_for(client.read_event(), 300)
+            if event is None or event.type == "error":
+                raise RuntimeError(f"no audio: {event.data.get('text') if event else 'connection closed'}")
+            if AudioChunk.is_type(event.type):
+                return time.perf_counter() - started
+
+
+async def first_after_start(host: str, port: int, rounds: int) -> tuple[float, list[float]]:
+    """First audio of the first one-shot the instant the model is ready, then of later ones."""
+    await wait_ready(host, port, timeout=600, poll_s=0.02)
+    first = await first_audio(host, port, ONE_SENTENCE)
+    later = []
+    for _ in range(rounds):
+        await asyncio.sleep(1.0)  # let the cancelled synthesis end first
+        later.append(await first_audio(host, port, ONE_SENTENCE))
+    return first, later
+
+
+def bench_starts(model: str, server_args: list[str], starts: int, rounds: int) -> list[tuple[str, str]]:
+    firsts: list[float] = []
+    laters: list[float] = []
+    for _ in range(starts):
+        proc, host, port = start_server(model, server_args)
+        try:
+            first, later = asyncio.run(first_after_start(host, port, rounds))
+        finally:
+            stop_server(proc)
+        _LOGGER.info("first %.0f ms, later %s ms", first * 1000, ", ".join(f"{v * 1000:.0f}" for v in later))
+        firsts.append(first)
+        laters.append(_median(later))
+    ratio = _median(firsts) / _median(laters)
+    return [
+        (f"TTFA one-shot, first request after start ({starts} starts: each, then median)",
+         ", ".join(f"{v * 1000:.0f}" for v in firsts) + f" ms; median {_median(firsts) * 1000:.0f} ms"),
+        (f"TTFA one-shot, the {rounds} requests after it (median of each start's median)",
+         f"{_median(laters) * 1000:.0f} ms"),
+        ("first / later", f"{ratio:.2f}x"),
+    ]  # fmt: skip
 
 
 def _median(values: list[float]) -> float:
@@ -169,20 +246,23 @@ def main() -> None:
                         help="seconds between streamed deltas (an LLM's pace; default 0.05)")
     parser.add_argument("--server-args", default="",
                         help='with --start: more server options, e.g. "--voices-dir DIR --quantize"')
+    parser.add_argument("--starts", type=int, default=0,
+                        help="with --start: only measure the first request after N fresh starts")
     args = parser.parse_args()
     server_args = shlex.split(args.server_args)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
+    if args.starts:
+        if not args.start:
+            parser.error("--starts needs --start")
+        print("| first request after start | |\n|---|---|")
+        for name, value in bench_starts(args.model, server_args, args.starts, args.rounds):
+            print(f"| {name} | {value} |")
+        return
+
     proc = None
     if args.start:
-        port = _free_port()
-        host = "127.0.0.1"
-        cmd = [sys.executable, "-m", "wyoming_pocket_tts", "--model", args.model,
-               "--uri", f"tcp://{host}:{port}", *server_args]  # fmt: skip
-        _LOGGER.info("starting: %s", " ".join(cmd))
-        log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"server_latency-{port}.log", "wb")
-        _LOGGER.info("server log: %s", log.name)
-        proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=log, stderr=log)
+        proc, host, port = start_server(args.model, server_args)
     else:
         host, _, port_text = args.server.rpartition(":")
         host, port = host or "127.0.0.1", int(port_text)
@@ -191,8 +271,7 @@ def main() -> None:
         rows = asyncio.run(bench(host, port, args.rounds, args.delta_delay))
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(10)
+            stop_server(proc)
     print(f"| {host}:{port} | |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")

@@ -184,6 +184,9 @@ class FakeVoices:
     def start_preencoding(self) -> None:
         pass
 
+    def refresh(self) -> bool:
+        return False  # its list never changes
+
     def get(self, name: str | None = None) -> tuple[str, FakeVoiceState]:
         if name == "broken":
             raise VoiceError("voice broken: recording is unreadable")

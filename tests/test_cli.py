@@ -218,14 +218,16 @@ def test_unknown_model_name_is_one_line(tmp_path):
 def test_language_is_the_language_of_the_models_voices(tmp_path):
     """--language reaches describe: every voice of the loaded model is offered in it."""
     from wyoming_pocket_tts.server.app import load_backend
+    from wyoming_pocket_tts.server.model_facts import model_facts
 
     cfg = config("--model", "demo", "--language", "de", "--data-dir", str(tmp_path))
-    backend = load_backend(cfg)
+    backend = load_backend(cfg, model_facts(cfg.model, cfg.language).languages)
     try:
         assert backend.voices.voices and all(voice.languages == ("de",) for voice in backend.voices.voices)
     finally:
         backend.voices.close()
-    without = load_backend(config("--model", "demo", "--data-dir", str(tmp_path)))
+    plain = config("--model", "demo", "--data-dir", str(tmp_path))
+    without = load_backend(plain, model_facts(plain.model, plain.language).languages)
     try:
         assert all(voice.languages == ("en",) for voice in without.voices.voices)  # the model's own
     finally:

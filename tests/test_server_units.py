@@ -302,19 +302,19 @@ def test_info_lists_program_and_voices():
 def test_voices_are_listed_before_a_catalog_model_is_loaded(tmp_path):
     """Home Assistant may connect during a long first download: it must see the voices."""
     from engine_fixtures import write_voice_recording
-    from wyoming_pocket_tts.server.app import ServerConfig, preview_voice_entries
+    from wyoming_pocket_tts.server.app import ServerConfig, voice_previewer
+    from wyoming_pocket_tts.server.model_facts import model_facts
     from wyoming_pocket_tts.server.service import LoadFailed, TtsService
     from wyoming_pocket_tts.voices import VoiceLibraryConfig
 
     write_voice_recording(tmp_path / "voices" / "grandma.wav")
     config = ServerConfig(uri="tcp://127.0.0.1:0", model="english",
                           library=VoiceLibraryConfig(tmp_path, voices_dir=tmp_path / "voices", default_voice="grandma"))
-    entries = preview_voice_entries(config)
+    previewer = voice_previewer(config, model_facts(config.model))
+    entries = previewer()
     names = [entry.name for entry in entries]
     assert names[0] == "grandma" and "alba" in names and "marius" in names
     assert all(entry.languages == ("en",) for entry in entries)
-    custom = ServerConfig(uri="tcp://127.0.0.1:0", model="custom.yaml", library=VoiceLibraryConfig(tmp_path))
-    assert preview_voice_entries(custom) == []
 
     loaded = threading.Event()
 
@@ -326,13 +326,11 @@ def test_voices_are_listed_before_a_catalog_model_is_loaded(tmp_path):
         service = TtsService(
             model_name="english", loader=slow_loader, scheduler=SynthesisScheduler(1),
             synth_executor=ThreadPoolExecutor(1), voice_executor=ThreadPoolExecutor(1),
-            previewer=lambda: entries,
+            previewer=previewer,
         )
         ready = service.start()
-        deadline = time.monotonic() + 5
-        while not service.info().tts[0].voices and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        listed = [voice.name for voice in service.info().tts[0].voices]
+        # The very first describe already has them: no polling.
+        listed = [voice.name for voice in (await service.describe()).tts[0].voices]
         loaded.set()
         with pytest.raises(LoadFailed, match="no network"):
             await ready

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from engine_fixtures import write_voice_recording
-from wyoming_pocket_tts.engine import TTSModel, VoiceState, build_demo_model, load_model
+from wyoming_pocket_tts.engine import TTSModel, VoiceError, VoiceState, build_demo_model, load_model
 from wyoming_pocket_tts.voices import VoiceLibrary, VoiceLibraryConfig
 
 
@@ -79,6 +79,7 @@ def test_demo_model_state_file_and_foreign_state(
     lib = VoiceLibrary(demo, VoiceLibraryConfig(data_dir=tmp_path / "data", voices_dir=voices,
                                                 default_voice="exported"))
     assert same_state(lib.get("exported")[1], state)
-    with caplog.at_level(logging.WARNING):
-        assert lib.get("foreign")[0] == "exported"
+    # A voice chosen by name that cannot be used is an error for the client, not another voice.
+    with caplog.at_level(logging.WARNING), pytest.raises(VoiceError, match="made for model"):
+        lib.get("foreign")
     assert "foreign.safetensors" in caplog.text and "made for model" in caplog.text

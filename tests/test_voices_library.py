@@ -288,27 +288,29 @@ def test_state_file_voice_is_loaded_directly(household: Path) -> None:
 # -- bad voices ----------------------------------------------------------------------------
 
 
-def test_silent_recording_falls_back_to_default(household: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_silent_recording_is_an_error_not_another_voice(household: Path, caplog: pytest.LogCaptureFixture) -> None:
     silent = write_recording(household / "voices" / "ghost.wav", amplitude=0.0)
     model = FakeModel()
     lib = make_library(model, household, default_voice="dad")
-    with caplog.at_level(logging.WARNING):
-        name, _ = lib.get("ghost")
-    assert name == "dad"
-    assert model.calls["recording"] == 1  # only dad: the silent file never reached the engine
+    with caplog.at_level(logging.WARNING), pytest.raises(VoiceError, match="silent") as failure:
+        lib.get("ghost")
+    assert "'ghost'" in str(failure.value) and str(silent) in str(failure.value)
+    assert model.calls["recording"] == 0  # the silent file never reached the engine
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "'ghost'" in errors[0] and str(silent) in errors[0] and "silent" in errors[0]
     assert "ghost" not in [v.name for v in lib.voices]
     caplog.clear()
-    with caplog.at_level(logging.WARNING):
-        assert lib.get("ghost")[0] == "dad"  # remembered: no second attempt, no second ERROR
+    with caplog.at_level(logging.WARNING), pytest.raises(VoiceError, match="silent"):
+        lib.get("ghost")  # remembered: no second attempt, no second ERROR
     assert not [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert lib.get(None)[0] == "dad"  # the others still work
 
 
 def test_failed_voice_retried_when_its_file_changes(household: Path) -> None:
     path = write_recording(household / "voices" / "ghost.wav", amplitude=0.0)
     lib = make_library(FakeModel(), household, default_voice="dad")
-    assert lib.get("ghost")[0] == "dad"
+    with pytest.raises(VoiceError):
+        lib.get("ghost")
     write_recording(path, amplitude=0.5, seconds=1.2)
     assert lib.get("ghost")[0] == "ghost"
     assert "ghost" in [v.name for v in lib.voices]
@@ -319,9 +321,10 @@ def test_state_for_another_model(household: Path, caplog: pytest.LogCaptureFixtu
     other = FakeModel(model_id="another@rev9")
     other.save_voice(other._state(1.0, 10), foreign)
     lib = make_library(FakeModel(), household, default_voice="mum")
-    with caplog.at_level(logging.WARNING):
-        assert lib.get("foreign")[0] == "mum"
-    assert "'foreign'" in caplog.text and str(foreign) in caplog.text and "made for model another@rev9" in caplog.text
+    with pytest.raises(VoiceError) as failure:
+        lib.get("foreign")
+    assert "'foreign'" in str(failure.value) and str(foreign) in str(failure.value)
+    assert "made for model another@rev9" in str(failure.value)
     assert lib.get("dad")[0] == "dad"  # the others still work
 
 
@@ -330,7 +333,9 @@ def test_engine_rejects_recording(household: Path, caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.WARNING):
         lib = make_library(model, household)
     assert "cannot clone voices" in caplog.text
-    assert lib.get("mum")[0] == "alba"
+    with pytest.raises(VoiceError):
+        lib.get("mum")
+    assert lib.get(None)[0] == "alba"
 
 
 def test_failed_default_is_replaced_by_next_voice(household: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -341,7 +346,7 @@ def test_failed_default_is_replaced_by_next_voice(household: Path, caplog: pytes
     assert "default voice 'aaa_silent' is unavailable" in caplog.text
     assert lib.default_name == "dad"
     assert [v.name for v in lib.voices][0] == "dad"
-    assert lib.get("aaa_silent")[0] == "dad"
+    assert lib.get("aaa_silent")[0] == "dad"  # the default's name: the stand-in
 
 
 def test_no_voice_can_be_made(tmp_path: Path) -> None:
@@ -382,10 +387,16 @@ def test_concurrent_gets_of_a_failing_voice_fail_once(household: Path) -> None:
     write_recording(household / "voices" / "ghost.wav", amplitude=0.0)
     model = FakeModel()
     lib = make_library(model, household, default_voice="dad")
+    def outcome(_: int) -> str:
+        try:
+            return lib.get("ghost")[0]
+        except VoiceError as err:
+            return "error: silent" if "silent" in str(err) else f"error: {err}"
+
     with ThreadPoolExecutor(max_workers=8) as pool:
-        names = list(pool.map(lambda _: lib.get("ghost")[0], range(8)))
-    assert names == ["dad"] * 8
-    assert model.calls["recording"] == 1  # dad, once
+        outcomes = list(pool.map(outcome, range(8)))
+    assert outcomes == ["error: silent"] * 8
+    assert model.calls["recording"] == 0  # checked once, never sent to the engine
 
 
 def test_mixed_concurrent_load(household: Path) -> None:
@@ -493,3 +504,92 @@ def test_request_waiting_on_preencoding_keeps_its_voice_in_memory(household: Pat
     assert result[0][0] == "kid"
     assert lib.cached_names() == ["alba", "kid"]  # the request evicted dad, as any request would
     assert [p.stem for p in model.encoded_paths] == ["dad", "kid", "mum"]
+
+
+# -- re-reading the voices file and folder ----------------------------------------------
+
+
+def test_refresh_adds_a_new_recording_and_encodes_it_in_the_background(household: Path) -> None:
+    model = FakeModel()
+    lib = make_library(model, household, default_voice="dad")
+    assert lib.refresh() is False  # nothing changed
+    write_recording(household / "voices" / "aunt.wav", freq=330)
+    assert lib.refresh() is True
+    assert "aunt" in [v.name for v in lib.voices]
+    assert lib.wait_preencoding(10)
+    assert "aunt" in lib.cached_names() and model.calls["recording"] == 1
+    assert lib.get("aunt")[0] == "aunt" and model.calls["recording"] == 1
+    assert lib.refresh() is False
+
+
+def test_refresh_reads_nothing_while_the_files_are_unchanged(household: Path, monkeypatch) -> None:
+    from wyoming_pocket_tts.voices import library
+
+    lib = make_library(FakeModel(), household)
+    builds = []
+    real_build = library.build_catalog
+    monkeypatch.setattr(library, "build_catalog", lambda *a: builds.append(a) or real_build(*a))
+    for _ in range(5):
+        lib.refresh()
+    assert builds == []
+    os.utime(household / "voices" / "kid.wav", ns=(1, 1))  # touched: read again
+    lib.refresh()
+    assert len(builds) == 1
+
+
+def test_refresh_drops_a_removed_voice(household: Path, caplog: pytest.LogCaptureFixture) -> None:
+    lib = make_library(FakeModel(), household, default_voice="dad")
+    lib.get("kid")
+    (household / "voices" / "kid.wav").unlink()
+    assert lib.refresh() is True
+    assert "kid" not in [v.name for v in lib.voices]
+    assert "kid" not in lib.cached_names()
+    with caplog.at_level(logging.WARNING):
+        assert lib.get("kid")[0] == "dad"
+    assert "unknown voice 'kid'" in caplog.text
+
+
+def test_refresh_keeps_the_old_list_when_the_voices_file_breaks(household: Path, caplog) -> None:
+    voices_file = household / "voices.yaml"
+    voices_file.write_text("voices:\n  - name: grandpa\n    audio: voices/dad.wav\n")
+    lib = make_library(FakeModel(), household, voices_file=voices_file)
+    assert "grandpa" in [v.name for v in lib.voices]
+    voices_file.write_text("voices: [unclosed\n")
+    with caplog.at_level(logging.ERROR):
+        assert lib.refresh() is False
+    assert "keeping the previous voices" in caplog.text and "not valid YAML" in caplog.text
+    assert "grandpa" in [v.name for v in lib.voices]
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        lib.refresh()  # the same broken file: not reported again
+    assert not caplog.records
+
+
+def test_recording_deleted_while_in_memory_is_still_served(household: Path) -> None:
+    model = FakeModel()
+    lib = make_library(model, household)
+    _, state = lib.get("kid")
+    (household / "voices" / "kid.wav").unlink()
+    assert lib.get("kid") == ("kid", state)  # no refresh yet: the encoded voice stays
+    assert model.calls["recording"] == 1
+
+
+def test_recording_deleted_before_it_was_encoded_is_a_clear_error(household: Path) -> None:
+    lib = make_library(FakeModel(), household)
+    (household / "voices" / "kid.wav").unlink()
+    with pytest.raises(VoiceError, match="'kid'.*cannot be read: No such file"):
+        lib.get("kid")
+
+
+def test_unknown_long_voice_name_is_logged_truncated(household: Path, caplog) -> None:
+    lib = make_library(FakeModel(), household)
+    with caplog.at_level(logging.WARNING):
+        assert lib.get("x" * 5000)[0] == "alba"
+    (message,) = [r.getMessage() for r in caplog.records if "unknown voice" in r.getMessage()]
+    assert "xxx..." in message and len(message) < 200
+
+
+def test_languages_given_to_the_library_are_the_voices_languages(household: Path) -> None:
+    lib = VoiceLibrary(FakeModel(), VoiceLibraryConfig(data_dir=household / "data", voices_dir=household / "voices"),
+                       languages=("de",))
+    assert {tuple(v.languages) for v in lib.voices} == {("de",)}

@@ -4,9 +4,18 @@
     voice = model.voice_from_predefined("alba")   # or voice_from_recording / voice_from_file
     for frame in model.synthesize("Hello there.", voice):
         ...                                       # float32 [1920] at 24 kHz, as decoded
+
+The torch-free core (errors, options, the contract the classes below implement) is
+imported at once. The rest is imported on first use (PEP 562): the torch-free parts
+(`catalog`, `demo`) can then be used without importing torch, which takes seconds; the
+server lists its voices from them while the model is still loading.
 """
 
-# The torch-free core: errors, options and the contract the classes below implement.
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ..core import (
     EngineError,
     GenerationOptions,
@@ -17,12 +26,33 @@ from ..core import (
     VoiceError,
     VoiceStateLike,
 )
-from .catalog import catalog
-from .loading import build_demo_model, build_model, load_model
-from .model import SpeechSession, TTSModel
-from .voice import VoiceState
 
-CATALOG = catalog()
+if TYPE_CHECKING:
+    from .catalog import catalog
+    from .loading import build_demo_model, build_model, load_model
+    from .model import SpeechSession, TTSModel
+    from .voice import VoiceState
+
+# public name -> the submodule that defines it
+_LAZY_EXPORTS = {
+    "catalog": "catalog",
+    "build_demo_model": "loading",
+    "build_model": "loading",
+    "load_model": "loading",
+    "SpeechSession": "model",
+    "TTSModel": "model",
+    "VoiceState": "voice",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CATALOG":
+        return import_module(".catalog", __name__).catalog()
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)
+
 
 __all__ = [
     "CATALOG",
@@ -31,13 +61,8 @@ __all__ = [
     "ModelLike",
     "ModelLoadError",
     "SessionLike",
-    "SpeechSession",
-    "TTSModel",
     "TextError",
     "VoiceError",
-    "VoiceState",
     "VoiceStateLike",
-    "build_demo_model",
-    "build_model",
-    "load_model",
+    *_LAZY_EXPORTS,
 ]

@@ -13,6 +13,11 @@ from typing import Any
 
 WORD_START = "\u2581"  # SentencePiece's word-start marker
 
+# The demo model's facts, here (torch-free) so the server can list its voice before building it.
+DEMO_NAME = "demo"
+DEMO_VOICE = "demo"
+DEMO_LANGUAGES = ("en",)
+
 
 def make_tokenizer_json(path: Path, vocab_size: int) -> Path:
     """A unigram `tokenizers` file with exactly `vocab_size` pieces, SentencePiece-style."""

@@ -3,12 +3,78 @@
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
+
+# huggingface_hub retries a failing request itself (5 times over ~25 s), logging two lines
+# per retry, each printed twice (its own handler, then ours). We replace them by one line
+# naming the file and what happens next, and tell whoever watches the loading.
+_HUB_HTTP_LOGGER = "huggingface_hub.utils._http"
+_HUB_FAILURE = re.compile(r"^(?:'(?P<error>.*)'|(?P<http>HTTP Error \d+)) thrown while requesting \w+ (?P<url>\S+)$", re.S)
+_HUB_RETRY = re.compile(r"^(?:Retrying in|Rate limited\. Waiting) (?P<wait>[\d.]+)s.*\[Retry (?P<n>\d+)/(?P<of>\d+)\]")
+
+# Told about each failed download attempt (a one-line reason), and None once a file that
+# needed retries arrived. A context variable, not a global: set by the thread that loads
+# (see `watch_downloads`), seen only by that thread's downloads.
+DownloadWatcher = Callable[[str | None], None]
+_download_watcher: ContextVar[DownloadWatcher | None] = ContextVar("download_watcher", default=None)
+
+
+@contextmanager
+def watch_downloads(watcher: DownloadWatcher) -> Iterator[None]:
+    """Call `watcher` about the retries of downloads made in this thread, in the block."""
+    token = _download_watcher.set(watcher)
+    try:
+        yield
+    finally:
+        _download_watcher.reset(token)
+
+
+class _RetryLog(logging.Filter):
+    """Turns huggingface_hub's two retry lines into one of ours (see _HUB_HTTP_LOGGER)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+        self.error = "failed"
+        self.retried = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        failure = _HUB_FAILURE.match(message)
+        if failure:
+            self.error = failure.group("error") or failure.group("http") or "failed"
+            return False
+        retry = _HUB_RETRY.match(message)
+        if not retry:
+            return True
+        self.retried = True
+        line = (f"download of {self.what} failed ({self.error}); "
+                f"retry {retry.group('n')} of {retry.group('of')} in {retry.group('wait')} s")  # fmt: skip
+        logger.warning("%s", line)
+        watcher = _download_watcher.get()
+        if watcher is not None:
+            watcher(line)
+        return False
+
+
+@contextmanager
+def _logging_retries(what: str) -> Iterator[_RetryLog]:
+    hub_logger = logging.getLogger(_HUB_HTTP_LOGGER)
+    retry_log = _RetryLog(what)
+    hub_logger.addFilter(retry_log)
+    try:
+        yield retry_log
+    finally:
+        hub_logger.removeFilter(retry_log)
 
 
 @dataclass(frozen=True)
@@ -59,17 +125,25 @@ def resolve(path: str | Path, access: HubAccess, base_dir: Path | None = None) -
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError
 
+    what = f"{hub_path.filename} from {hub_path.repo_id}"
     try:
-        return Path(
-            hf_hub_download(
-                repo_id=hub_path.repo_id,
-                filename=hub_path.filename,
-                revision=hub_path.revision,
-                token=access.token,
-                local_files_only=access.offline,
-                cache_dir=access.cache_dir,
+        with _logging_retries(what) as retry_log:
+            local = Path(
+                hf_hub_download(
+                    repo_id=hub_path.repo_id,
+                    filename=hub_path.filename,
+                    revision=hub_path.revision,
+                    token=access.token,
+                    local_files_only=access.offline,
+                    cache_dir=access.cache_dir,
+                )
             )
-        )
+        if retry_log.retried:
+            logger.info("download of %s succeeded after retries", what)
+            watcher = _download_watcher.get()
+            if watcher is not None:
+                watcher(None)
+        return local
     except GatedRepoError:
         raise ModelLoadError(
             f"access to {hub_path.repo_id} is gated: accept its terms on huggingface.co "

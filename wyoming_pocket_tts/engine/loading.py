@@ -14,7 +14,7 @@ import torch
 
 from .catalog import catalog, language_of
 from .config import ModelConfig, parse_config, read_config_file
-from .demo import demo_config, demo_voice_audio, make_tokenizer_json
+from .demo import DEMO_LANGUAGES, DEMO_NAME, DEMO_VOICE, demo_config, demo_voice_audio, make_tokenizer_json
 from ..core.errors import ModelLoadError
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
@@ -24,9 +24,7 @@ from .tokenizer import load_tokenizer
 
 logger = logging.getLogger(__name__)
 
-DEMO_NAME = "demo"
 DEMO_VOCAB = 512
-DEMO_VOICE = "demo"
 
 
 def load_model(
@@ -151,7 +149,7 @@ def build_demo_model(seed: int = 0) -> TTSModel:
     identity = _model_id(DEMO_NAME, demo_config("demo-tokenizer", DEMO_VOCAB), f"random-{seed}")
     # One built-in voice, so that `--model demo` runs with no files at all.
     state_path = tokenizer_dir / f"{DEMO_VOICE}.safetensors"
-    model = build_model(raw, name=DEMO_NAME, random_seed=seed, languages=("en",), model_id=identity,
+    model = build_model(raw, name=DEMO_NAME, random_seed=seed, languages=DEMO_LANGUAGES, model_id=identity,
                         voices={DEMO_VOICE: str(state_path)})
     model.save_voice(model.voice_from_audio(demo_voice_audio(model.sample_rate)), state_path)
     return model

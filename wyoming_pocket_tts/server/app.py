@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -29,6 +30,7 @@ from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
 from ..settings import check_fields, default
 from ..voices.config import VoiceLibraryConfig
 from .handler import PocketTtsEventHandler
+from .model_facts import ModelFacts, model_facts
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, TtsService
 from .zeroconf import Announcement, announce
@@ -47,7 +49,7 @@ class ServerConfig:
     hf_token: str | None = None
     quantize: bool = False
     threads: int | None = None
-    # The language of the model's voices in `describe`; None: what the model says.
+    # The language of the model's voices in `describe`; None: known or inferred (model_facts).
     language: str | None = None
     max_concurrent: int = default("max_concurrent")
     zeroconf_name: str | None = None
@@ -75,20 +77,21 @@ def model_cache_dir(data_dir: Path) -> Path | None:
     return data_dir / "huggingface"
 
 
-def preview_voice_entries(config: ServerConfig) -> list[VoiceInfo]:
-    """The voices of a catalog model, listed without loading it (runs in the loader thread)."""
-    from ..engine.catalog import catalog
-    from ..voices import preview_voices
+def voice_previewer(config: ServerConfig, facts: ModelFacts) -> Callable[[], list[VoiceInfo]]:
+    """Lists the voices without the model (torch-free, no download), for every model kind:
+    `describe` answers with them while the model loads. Each call re-reads the voices file
+    and folder only if one of their files changed."""
+    from ..voices.catalog import VoicePreview
 
-    entry = catalog().get(config.model)
-    if entry is None:
-        return []  # a custom config: its voices are known once it is loaded
-    languages = [config.language] if config.language else [entry.language]
-    return preview_voices(config.library, entry.name, entry.voices, languages)
+    preview = VoicePreview(config.library, facts.name, facts.predefined_voices, facts.languages)
+    return preview.voices
 
 
-def load_backend(config: ServerConfig) -> Backend:
-    """Load the model and build the voice library (runs in the loader thread)."""
+def load_backend(config: ServerConfig, languages: tuple[str, ...] = ()) -> Backend:
+    """Load the model and build the voice library (runs in the loader thread).
+
+    `languages` (from `model_facts`, which applies --language) are the voices' languages
+    when given: the preview announced them, so the loaded list must say the same."""
     from ..engine import load_model
     from ..voices import VoiceLibrary
 
@@ -99,31 +102,48 @@ def load_backend(config: ServerConfig) -> Backend:
         threads=config.threads,
         cache_dir=model_cache_dir(config.data_dir),
     )
-    languages = [config.language] if config.language else None
-    voices = VoiceLibrary(model, config.library, languages=languages)
+    voices = VoiceLibrary(model, config.library, languages=languages or None)
     names = [voice.name for voice in voices.voices]
     _LOGGER.info("%d voice(s), default %s: %s", len(names), voices.default_name, ", ".join(names))
     voices.start_preencoding()
     return Backend(model=model, voices=voices, options=config.generation)
 
 
-# Long enough (a few seconds of speech) to measure the engine's speed, short enough to be cheap.
+# A short sentence: the warm-up speaks only its first WARMUP_FRAMES frames anyway.
 WARMUP_TEXT = "Hello, this is a quick test of the speech engine, made when the server starts."
+# ~1 s of audio at 12.5 frames per second: enough to run every step of a synthesis once
+# (voice prompt, text prefill, decoding, the audio decoder), bounded whatever EOS does.
+WARMUP_FRAMES = 12
 SHUTDOWN_GRACE_S = 5.0
+# How long a failed load waits for the connections to tell their clients before exiting.
+FAILURE_GRACE_S = 2.0
 
 
 def warm_up(backend: Backend, voice: VoiceStateLike, cancel: threading.Event) -> float:
-    """Speak a sentence with the default voice, throw it away, return its duration.
+    """Speak the first WARMUP_FRAMES frames of a sentence, throw them away, return their
+    duration in seconds.
 
-    The first synthesis after start can pay one-off costs (allocations, lazy init; up to
+    The first synthesis after start pays one-off costs (allocations, lazy init; up to
     ~1.3 s more time to first audio on the default architecture here), and a satellite
-    gives up on a reply that has not started within ~2 s. `cancel` is set at shutdown.
+    gives up on a reply that has not started within ~2 s. `cancel` is set at shutdown and
+    when a real request arrives (it goes first: see TtsService._warm_up).
     """
     started = time.monotonic()
-    frames = sum(1 for _ in backend.model.synthesize(WARMUP_TEXT, voice, backend.options, cancel))
+    frames = 0
+    stream = backend.model.synthesize(WARMUP_TEXT, voice, backend.options, cancel)
+    try:
+        for _ in stream:
+            frames += 1
+            if frames >= WARMUP_FRAMES:
+                break
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()  # ends the engine's generator (and its inference context) here
     audio_s = frames * backend.model.frame_size / backend.model.sample_rate
     elapsed = time.monotonic() - started
-    _LOGGER.info("Warm-up: %.1f s of audio in %.1f s", audio_s, elapsed)
+    _LOGGER.info("Warm-up: %.2f s of audio in %.2f s%s", audio_s, elapsed,
+                 " (cut short)" if cancel.is_set() else "")  # fmt: skip
     return audio_s
 
 
@@ -167,10 +187,11 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     synth_executor = ThreadPoolExecutor(config.max_concurrent, thread_name_prefix="synth")
     # Encoding a voice is rare and slow; it gets its own workers so it never holds up frames.
     voice_executor = ThreadPoolExecutor(2, thread_name_prefix="voice")
+    facts = model_facts(config.model, config.language) if loader is None else None
     service = TtsService(
         model_name=config.model,
-        loader=loader or partial(load_backend, config),
-        previewer=None if loader else partial(preview_voice_entries, config),
+        loader=loader or partial(load_backend, config, facts.languages if facts else ()),
+        previewer=None if facts is None else voice_previewer(config, facts),
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,
         voice_executor=voice_executor,
@@ -198,6 +219,9 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         while True:
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if done == {ready}:
+                if ready.exception() is not None:
+                    # Requests waiting for the model get their `error` event before we stop.
+                    await service.drain(FAILURE_GRACE_S)
                 ready.result()  # raises LoadFailed: the caller reports it in one line
                 waits.discard(ready)
                 continue

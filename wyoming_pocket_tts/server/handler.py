@@ -37,7 +37,7 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from ..core import EngineError, TextError
+from ..core import EngineError, TextError, VoiceError
 from .logsafe import clip
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot
@@ -46,9 +46,6 @@ from .synthesis import FrameIterator, stream_pcm
 
 _LOGGER = logging.getLogger(__name__)
 
-# How long `describe` may wait for a model that is about to be ready, so that a client
-# connecting just after start sees the voices; Home Assistant gives up after 1 s.
-DESCRIBE_READY_WAIT_S = 0.5
 # How long we try to deliver an `error` event to a client that does not read.
 ERROR_WRITE_TIMEOUT_S = 2.0
 # Streamed text not yet released as a sentence (no sentence end seen yet).
@@ -173,9 +170,9 @@ class PocketTtsEventHandler(AsyncEventHandler):
 
     async def _dispatch(self, event: Event) -> bool:
         if Describe.is_type(event.type):
-            # Briefly wait for a model about to be ready, never long enough to miss HA's 1 s.
-            await self._service.settle(DESCRIBE_READY_WAIT_S)
-            await self.write_event(self._service.info().event())
+            # Every voice that will be served, even while the model loads (see describe()).
+            info = await self._service.describe()
+            await self.write_event(info.event())
             return True
 
         if Synthesize.is_type(event.type):
@@ -270,7 +267,9 @@ class PocketTtsEventHandler(AsyncEventHandler):
         except asyncio.CancelledError:
             raise
         except Exception as err:  # noqa: BLE001 - one failed synthesis must not hurt others
-            if isinstance(err, EngineError):
+            if isinstance(err, VoiceError):
+                await self._fail(f"voice unavailable: {error_text(err)}")
+            elif isinstance(err, EngineError):
                 await self._fail(f"synthesis failed: {error_text(err)}")
             else:
                 _LOGGER.exception("Synthesis failed for %s", self._peer)

@@ -19,9 +19,12 @@ KYUTAI = Attribution(name="Kyutai", url="https://github.com/kyutai-labs/pocket-t
 PROGRAM_URL = "https://github.com/wyoming-pocket-tts/wyoming-pocket-tts"
 
 
-def build_info(model_name: str, voices: Iterable[VoiceInfo], *, loading: bool = False) -> Info:
-    """Info with one TTS program; `loading` only changes the description people see."""
-    status = " (loading)" if loading else ""
+def build_info(
+    model_name: str, voices: Iterable[VoiceInfo], *, loading: bool = False, warming_up: bool = False
+) -> Info:
+    """Info with one TTS program; `loading` and `warming_up` (requests are served, the
+    first synthesis is being paid for) only change the description people see."""
+    status = " (loading)" if loading else " (warming up)" if warming_up else ""
     tts_voices = [
         TtsVoice(
             name=voice.name,

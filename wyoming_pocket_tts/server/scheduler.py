@@ -7,7 +7,7 @@
   (measured: 1.7x real time alone -> 0.8x and 0.7x together on the default architecture),
   and a streamed reply made slower than real time stutters on the speaker. So the
   scheduler measures how fast a synthesis runs *alone* (audio seconds per wall second, a
-  moving average, first measured by the start-up warm-up) and admits ``n`` at once only
+  moving average of requests that ran alone) and admits ``n`` at once only
   if each would still run at ``MIN_SPEED`` (1.2x) real time: ``limit = clamp(speed / 1.2,
   1, max_concurrent)``. With today's engine on two cores that means one at a time; a
   faster engine (or ``--quantize``) lets two satellites speak at once, each in real time.
@@ -20,7 +20,8 @@
 * Waiters are served first-in first-out, except that a response which has already sent
   audio goes before responses that have not started: once a speaker has begun a reply, its
   next sentence must follow without a gap, while a new request only waits a little longer
-  for its first audio.
+  for its first audio. Background work (the start-up warm-up) comes last and is stopped
+  by any request that arrives while it runs.
 * A waiter whose client goes away leaves the queue at once (its task is cancelled).
 
 Batching several requests into one forward pass would use the cores better, but the
@@ -35,7 +36,7 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -54,6 +55,9 @@ class Priority(enum.IntEnum):
 
     CONTINUATION = 0  # the next sentence of a response already playing
     NEW = 1  # the first audio of a response
+    # Work nobody waits for (the start-up warm-up): it runs only when nothing else asks,
+    # and a request that arrives pre-empts it (see `slot`).
+    BACKGROUND = 2
 
 
 @dataclass(order=True)
@@ -72,6 +76,9 @@ class Slot:
     # False as soon as another synthesis ran at the same time: then it says nothing about
     # the speed of one synthesis alone.
     alone: bool = True
+    background: bool = False
+    # For a background slot: asks its user to stop (within a frame) for a request.
+    preempt: Callable[[], None] | None = None
 
     def add_audio(self, seconds: float) -> None:
         self.audio_s += seconds
@@ -116,15 +123,30 @@ class SynthesisScheduler:
         return SchedulerStats(len(self._active), waiting, self.limit, self._solo_speed)
 
     @asynccontextmanager
-    async def slot(self, priority: Priority = Priority.NEW) -> AsyncIterator[Slot]:
-        """Hold one synthesis slot for the body of the ``async with``."""
+    async def slot(
+        self, priority: Priority = Priority.NEW, preempt: Callable[[], None] | None = None
+    ) -> AsyncIterator[Slot]:
+        """Hold one synthesis slot for the body of the ``async with``.
+
+        A BACKGROUND slot passes `preempt`: any other request that asks for a slot calls
+        it (once), and the background work stops within a frame, so the request does not
+        share the CPU with it for longer than that.
+        """
+        background = priority == Priority.BACKGROUND
+        if not background:
+            self._preempt_background()
         await self._acquire(priority)
         self._granted -= 1
-        slot = Slot()
-        if self._active:
-            slot.alone = False
-            for other in self._active:
-                other.alone = False
+        slot = Slot(background=background, preempt=preempt if background else None)
+        if background:
+            slot.alone = False  # its speed is not a request's
+        else:
+            # Background work, stopped within a frame, does not spoil a request's measure.
+            rivals = [other for other in self._active if not other.background]
+            if rivals:
+                slot.alone = False
+                for other in rivals:
+                    other.alone = False
         self._active.append(slot)
         try:
             yield slot
@@ -132,6 +154,13 @@ class SynthesisScheduler:
             self._active.remove(slot)
             self._measure(slot)
             self._wake()
+
+    def _preempt_background(self) -> None:
+        for other in self._active:
+            if other.preempt is not None:
+                preempt, other.preempt = other.preempt, None
+                _LOGGER.debug("A request pre-empts background synthesis")
+                preempt()
 
     def _measure(self, slot: Slot) -> None:
         if not slot.alone or slot.audio_s < MIN_MEASURED_AUDIO_S:

@@ -8,9 +8,13 @@ voice; the rest of the list is still built. Only "no voice at all" is fatal.
 from __future__ import annotations
 
 import logging
+import os
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from wyoming_pocket_tts.core import VoiceInfo
 from wyoming_pocket_tts.core.errors import VoiceError
 
 from .config import (
@@ -24,6 +28,10 @@ from .config import (
 from .recording import recording_duration
 
 _LOGGER = logging.getLogger(__name__)
+
+_PREDEFINED_ATTRIBUTION = ("Kyutai", "https://huggingface.co/kyutai/tts-voices")
+# What the voices' files looked like when the list was built (see `sources_signature`).
+SourcesSignature = tuple[tuple[str, int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -190,3 +198,87 @@ def _automatic_default(
     for spec in voices.values():
         return spec.name
     return None
+
+
+def voice_info(spec: VoiceSpec, languages: Sequence[str]) -> VoiceInfo:
+    """How a voice is presented to clients."""
+    if spec.kind == "predefined":
+        description = spec.description or spec.name.replace("_", " ").title()
+        attribution_name, attribution_url = _PREDEFINED_ATTRIBUTION
+    else:
+        description = spec.description or spec.name
+        attribution_name = attribution_url = None
+    return VoiceInfo(
+        name=spec.name,
+        description=description,
+        languages=tuple(languages),
+        kind=spec.kind,
+        attribution_name=attribution_name,
+        attribution_url=attribution_url,
+        settings=spec.settings,
+    )
+
+
+def preview_voices(config: VoiceLibraryConfig, model_name: str, predefined: tuple[str, ...],
+                   languages: Sequence[str]) -> list[VoiceInfo]:
+    """The voices a library will offer, known before the model is loaded (or downloaded):
+    lets `describe` list them while the weights are still on their way. Torch-free."""
+    return [voice_info(spec, languages) for spec in build_catalog(config, predefined, model_name).voices]
+
+
+class VoicePreview:
+    """The voices a library for this model would offer, re-read only when a file changed.
+
+    Thread-safe; torch-free: the server lists voices with it before the model exists.
+    """
+
+    def __init__(self, config: VoiceLibraryConfig, model_name: str, predefined: tuple[str, ...],
+                 languages: Sequence[str]) -> None:
+        self._config = config
+        self._model_name = model_name
+        self._predefined = predefined
+        self._languages = tuple(languages)
+        self._lock = threading.Lock()
+        self._signature: SourcesSignature | None = None
+        self._voices: list[VoiceInfo] = []
+
+    def voices(self) -> list[VoiceInfo]:
+        """The voices, default first; the last good list if the files became unusable."""
+        with self._lock:
+            signature = sources_signature(self._config)
+            if signature != self._signature:
+                self._signature = signature
+                try:
+                    self._voices = preview_voices(self._config, self._model_name, self._predefined,
+                                                  self._languages)  # fmt: skip
+                except VoiceConfigError as err:
+                    # Loading the library reports it too (and fails if it is the first list).
+                    _LOGGER.error("voices cannot be listed: %s", err)
+            return list(self._voices)
+
+
+def sources_signature(config: VoiceLibraryConfig) -> SourcesSignature:
+    """Name, date and size of every file the voice list is built from: the voices file, the
+    voices folder and its files, the --voice file. Equal signatures mean the list built
+    from them is still true, so a `describe` re-reads the voices only after a change; it
+    costs one stat per file (a folder listing), no audio is opened."""
+    paths: list[Path] = []
+    if config.voices_file is not None:
+        paths.append(config.voices_file)
+    directory = config.effective_voices_dir
+    paths.append(directory)
+    try:
+        paths.extend(sorted(entry for entry in directory.iterdir()))
+    except OSError:
+        pass  # no folder (yet): its absence is in the signature already
+    if config.default_voice:
+        paths.append(Path(config.default_voice).expanduser())
+    return tuple(_stat_entry(path) for path in paths)
+
+
+def _stat_entry(path: Path) -> tuple[str, int, int]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), stat.st_mtime_ns, stat.st_size)

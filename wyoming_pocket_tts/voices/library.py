@@ -8,9 +8,15 @@ How a request for a voice is served (`get`):
 
 Bad voices: problems visible without encoding are dropped when the library is built (see
 catalog.py). A voice whose encoding fails is marked failed (ERROR in the log, once), leaves
-`voices`, and requests for it get the default voice with a WARNING; it is tried again when
-its file changes or after FAILED_RETRY_S. If the default itself fails, the next working
-voice in list order stands in for it; VoiceError only when no voice can be made at all.
+`voices`, and requests for it raise VoiceError (the client gets an `error` event saying
+why, not someone else's voice); it is tried again when its file changes or after
+FAILED_RETRY_S. An unknown name gets the default voice, with a WARNING. A request without
+a voice never fails while some voice works: if the default fails, the next working voice
+in list order stands in for it.
+
+`refresh` re-reads the voices file and folder when one of their files changed (the server
+calls it on `describe`), so a recording added to the folder is offered without a restart.
+A recording deleted while we run keeps serving what was encoded from it while in memory.
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from wyoming_pocket_tts.core import ModelLike, VoiceError, VoiceInfo, VoiceState
 from wyoming_pocket_tts.engine.voice import FORMAT as ENGINE_VOICE_FORMAT
 from wyoming_pocket_tts.server.logsafe import clip
 
-from .catalog import build_catalog
-from .config import VoiceLibraryConfig, VoiceSpec
+from .catalog import Catalog, build_catalog, sources_signature, voice_info
+from .config import VoiceConfigError, VoiceLibraryConfig, VoiceSpec
 from .disk_cache import CacheKey, DiskCache
 from .lru import BoundedLRU
 from .recording import check_recording, file_sha256
@@ -37,14 +43,25 @@ from .recording import check_recording, file_sha256
 _LOGGER = logging.getLogger(__name__)
 
 FAILED_RETRY_S = 300.0
+# A client may send any name; the log shows this much of an unknown one.
+MAX_LOGGED_NAME = 60
 # Part of every disk cache key: bumped when what this package stores changes meaning; the
 # engine's voice-state format is in the key too, so a new layout never loads an old file.
 CACHE_LAYOUT_VERSION = "1"
 _MB = 1024 * 1024
-_PREDEFINED_ATTRIBUTION = ("Kyutai", "https://huggingface.co/kyutai/tts-voices")
 
 
 Signature = tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """The voices as last read, replaced as a whole by `refresh` (readers take it once)."""
+
+    specs: dict[str, VoiceSpec]
+    by_lower: dict[str, str]
+    default: str
+    infos: dict[str, VoiceInfo]
 
 
 @dataclass(frozen=True)
@@ -61,17 +78,20 @@ class VoiceLibrary:
     """Thread-safe: `get` may be called from many executor threads at once."""
 
     def __init__(self, model: ModelLike, config: VoiceLibraryConfig,
-                 languages: Sequence[str] | None = None) -> None:  # fmt: skip
-        """`languages`: those advertised for every voice; None: the model's."""
+                 languages: Sequence[str] | None = None) -> None:
         self._model = model
-        self._languages = tuple(languages) if languages is not None else tuple(model.languages)
+        self._config = config
+        # The server may know the language better than the model (--language, a config's
+        # paths); every voice is offered in these.
+        self._languages = tuple(languages) if languages else tuple(model.languages)
+        # Taken before the files are read: a change made while reading shows at the next refresh.
+        self._sources = sources_signature(config)
         catalog = build_catalog(config, tuple(model.predefined_voices), model.name)
-        self._specs: dict[str, VoiceSpec] = {spec.name: spec for spec in catalog.voices}
-        self._by_lower = {name.lower(): name for name in self._specs}
-        self._default = catalog.default
-        self._infos = {spec.name: self._info(spec) for spec in catalog.voices}
+        self._listing = self._make_listing(catalog)
 
         self._lock = threading.Lock()
+        # One refresh at a time (describes from several clients may arrive together).
+        self._refresh_lock = threading.Lock()
         max_bytes = int(config.cache_mb * _MB) if config.cache_mb is not None else None
         self._cache: BoundedLRU[str, VoiceStateLike] = BoundedLRU(config.cache_size, max_bytes)
         self._cache.pin(self._default)
@@ -82,7 +102,8 @@ class VoiceLibrary:
         self._format = f"{CACHE_LAYOUT_VERSION}/{ENGINE_VOICE_FORMAT}"
 
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # Background encoders: the start's pre-encoding, then one per refresh that adds voices.
+        self._threads: list[threading.Thread] = []
 
         recordings = [spec.name for spec in catalog.voices if spec.kind == "recording"]
         if recordings and not model.can_clone:
@@ -95,16 +116,34 @@ class VoiceLibrary:
             )
         _LOGGER.info("voices: %s (default %s)", ", ".join(self._specs), self._default)
 
+    @property
+    def _specs(self) -> dict[str, VoiceSpec]:
+        return self._listing.specs
+
+    @property
+    def _default(self) -> str:
+        return self._listing.default
+
+    def _make_listing(self, catalog: Catalog) -> _Listing:
+        specs = {spec.name: spec for spec in catalog.voices}
+        return _Listing(
+            specs=specs,
+            by_lower={name.lower(): name for name in specs},
+            default=catalog.default,
+            infos={spec.name: voice_info(spec, self._languages) for spec in catalog.voices},
+        )
+
     # -- public API ---------------------------------------------------------------------
 
     @property
     def voices(self) -> list[VoiceInfo]:
         """Every available voice, default first; voices whose encoding failed are left out."""
+        listing = self._listing
         with self._lock:
             failed = set(self._failures)
         default = self.default_name
-        names = [default] + [name for name in self._specs if name != default and name not in failed]
-        return [self._infos[name] for name in names]
+        names = [default] + [name for name in listing.specs if name != default and name not in failed]
+        return [listing.infos[name] for name in names if name in listing.infos]
 
     @property
     def default_name(self) -> str:
@@ -122,36 +161,83 @@ class VoiceLibrary:
             return self._get_default()
         spec = self._lookup(name)
         if spec is None:
-            _LOGGER.warning("unknown voice %s requested; using the default voice", clip(repr(name)))
+            _LOGGER.warning("unknown voice %s requested; using the default voice %s",
+                            clip(repr(name), MAX_LOGGED_NAME), self.default_name)  # fmt: skip
             return self._get_default()
         if spec.name == self._default:
             return self._get_default()  # its own fallback chain if the default failed
-        try:
-            return spec.name, self._obtain(spec)
-        except VoiceError as err:
-            _LOGGER.warning("voice %r is unavailable (%s); using the default voice", spec.name, err)
-            return self._get_default()
+        # A voice the user chose and that cannot be made is an error (VoiceError), not
+        # silently someone else's voice: the client hears why.
+        return spec.name, self._obtain(spec)
 
     def start_preencoding(self) -> None:
         """Encode the default voice, then every declared voice, in a background thread."""
-        if self._thread is not None:
+        if self._threads:
             return
-        self._thread = threading.Thread(target=self._preencode, name="voice-preencoding", daemon=True)
-        self._thread.start()
+        listing = self._listing
+        order = [listing.specs[listing.default]] + [
+            spec for spec in listing.specs.values() if spec.declared and spec.name != listing.default
+        ]
+        self._start_encoding(order, "voice-preencoding")
 
     def wait_preencoding(self, timeout: float | None = None) -> bool:
-        """Block until pre-encoding has finished (for tests and the benchmark)."""
-        if self._thread is None:
+        """Block until background encoding has finished (for tests and the benchmark)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in list(self._threads):
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def refresh(self) -> bool:
+        """Re-read the voices file and folder if one of their files changed (a stat of each,
+        see `sources_signature`); returns True if the list of voices changed.
+
+        Added voices are encoded in the background; removed ones leave the list and memory.
+        A file that became unusable as a whole (bad YAML, no voice left) keeps the old list,
+        with an ERROR. Blocking (it may read recording headers): run it off the event loop.
+        """
+        with self._refresh_lock:
+            signature = sources_signature(self._config)
+            if signature == self._sources:
+                return False
+            # Recorded first: a broken file is reported once, not at every describe.
+            self._sources = signature
+            try:
+                catalog = build_catalog(self._config, tuple(self._model.predefined_voices), self._model.name)
+            except VoiceConfigError as err:
+                _LOGGER.error("voices changed but cannot be used (%s); keeping the previous voices", err)
+                return False
+            before = self._listing
+            listing = self._make_listing(catalog)
+            added = [spec for name, spec in listing.specs.items() if before.specs.get(name) != spec]
+            removed = [name for name in before.specs if name not in listing.specs]
+            with self._lock:
+                self._listing = listing
+                for name in removed:
+                    self._cache.remove(name)
+                    self._failures.pop(name, None)
+                for spec in added:
+                    self._failures.pop(spec.name, None)
+                self._cache.pin(listing.default)
+            if not added and not removed and listing.default == before.default:
+                return False
+            _LOGGER.info(
+                "voices re-read: %d voice(s), default %s; added %s; removed %s",
+                len(listing.specs), listing.default,
+                ", ".join(spec.name for spec in added) or "none", ", ".join(removed) or "none",
+            )  # fmt: skip
+            wanted = [spec for spec in added if spec.declared or spec.name == listing.default]
+            if wanted and not self._stop.is_set():
+                self._start_encoding(wanted, "voice-encoding")
             return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
 
     def close(self) -> None:
         """Stop background work: the encoding in progress ends, the others are not started."""
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)
-            if self._thread.is_alive():
+        for thread in self._threads:
+            if thread is threading.current_thread():
+                continue
+            thread.join(timeout=30)
+            if thread.is_alive():
                 _LOGGER.warning("voice pre-encoding still running at shutdown")
 
     def cached_names(self) -> list[str]:
@@ -166,21 +252,27 @@ class VoiceLibrary:
     # -- lookup and fallback ------------------------------------------------------------
 
     def _lookup(self, name: str) -> VoiceSpec | None:
-        spec = self._specs.get(name)
+        listing = self._listing
+        spec = listing.specs.get(name)
         if spec is None:
             # Names are unique ignoring case, so a case-insensitive match is unambiguous.
-            real = self._by_lower.get(name.strip().lower())
-            spec = self._specs.get(real) if real is not None else None
+            real = listing.by_lower.get(name.strip().lower())
+            spec = listing.specs.get(real) if real is not None else None
         return spec
 
     def _default_candidates(self) -> list[str]:
-        return [self._default] + [name for name in self._specs if name != self._default]
+        listing = self._listing
+        return [listing.default] + [name for name in listing.specs if name != listing.default]
 
     def _get_default(self) -> tuple[str, VoiceStateLike]:
         errors: list[str] = []
+        listing = self._listing
         for name in self._default_candidates():
+            spec = listing.specs.get(name)
+            if spec is None:
+                continue  # removed by a refresh meanwhile
             try:
-                state = self._obtain(self._specs[name])
+                state = self._obtain(spec)
             except VoiceError as err:
                 errors.append(str(err))
                 continue
@@ -203,7 +295,9 @@ class VoiceLibrary:
                 del self._failures[spec.name]
             entry = self._cache.get(spec.name)
             if entry is not None:
-                if entry.tag == signature:
+                if entry.tag == signature or signature is None:
+                    # Same file, or the file is gone (deleted while we run): what was
+                    # encoded from it is still this voice.
                     return entry.value
                 # The file changed since it was encoded: serve the new content.
                 _LOGGER.info("voice %r: %s changed; encoding it again", spec.name, spec.path)
@@ -269,7 +363,12 @@ class VoiceLibrary:
 
     def _make_from_recording(self, spec: VoiceSpec) -> tuple[VoiceStateLike, str]:
         assert spec.path is not None
-        key = CacheKey(self._model.model_id, file_sha256(spec.path), self._format)
+        try:
+            digest = file_sha256(spec.path)
+        except OSError as err:
+            # Deleted or unreadable since the list was made.
+            raise VoiceError(f"recording cannot be read: {err.strerror or err}") from None
+        key = CacheKey(self._model.model_id, digest, self._format)
         state = self._disk.load(key, self._model.voice_from_file)
         if state is not None:
             return state, "loaded from the disk cache"
@@ -280,10 +379,13 @@ class VoiceLibrary:
 
     # -- background pre-encoding --------------------------------------------------------
 
-    def _preencode(self) -> None:
-        order = [self._specs[self._default]] + [
-            spec for spec in self._specs.values() if spec.declared and spec.name != self._default
-        ]
+    def _start_encoding(self, specs: list[VoiceSpec], thread_name: str) -> None:
+        self._threads = [thread for thread in self._threads if thread.is_alive()]
+        thread = threading.Thread(target=self._preencode, args=(specs,), name=thread_name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _preencode(self, order: list[VoiceSpec]) -> None:
         for spec in order:
             if self._stop.is_set():
                 return
@@ -310,35 +412,6 @@ class VoiceLibrary:
             key = CacheKey(self._model.model_id, file_sha256(spec.path), self._format)
             if not self._disk.contains(key):
                 self._obtain(spec, evict=False)
-
-    def _info(self, spec: VoiceSpec) -> VoiceInfo:
-        return voice_info(spec, self._languages)
-
-
-def voice_info(spec: VoiceSpec, languages: Sequence[str]) -> VoiceInfo:
-    """How a voice is presented to clients."""
-    if spec.kind == "predefined":
-        description = spec.description or spec.name.replace("_", " ").title()
-        attribution_name, attribution_url = _PREDEFINED_ATTRIBUTION
-    else:
-        description = spec.description or spec.name
-        attribution_name = attribution_url = None
-    return VoiceInfo(
-        name=spec.name,
-        description=description,
-        languages=tuple(languages),
-        kind=spec.kind,
-        attribution_name=attribution_name,
-        attribution_url=attribution_url,
-        settings=spec.settings,
-    )
-
-
-def preview_voices(config: VoiceLibraryConfig, model_name: str, predefined: tuple[str, ...],
-                   languages: Sequence[str]) -> list[VoiceInfo]:
-    """The voices a library will offer, known before the model is loaded (or downloaded):
-    lets `describe` list them while the weights are still on their way."""
-    return [voice_info(spec, languages) for spec in build_catalog(config, predefined, model_name).voices]
 
 
 def _signature(spec: VoiceSpec) -> Signature:
