@@ -26,6 +26,13 @@ from urllib.parse import urlparse
 from wyoming.event import async_get_stdin
 from wyoming.server import AsyncServer
 
+from .connections import (
+    DEFAULT_MAX_CONNECTIONS,
+    ConnectionGate,
+    connection_cap,
+    install_accept_error_log,
+    raise_open_file_limit,
+)
 from .handler import PocketTtsEventHandler
 from .info import VoiceEntry, voice_entry
 from .scheduler import SynthesisScheduler
@@ -150,16 +157,23 @@ def warm_up(backend: Backend, voice: VoiceState, cancel: threading.Event) -> flo
     return audio_s
 
 
-async def _listen(uri: str, factory: partial[PocketTtsEventHandler]) -> AsyncServer:
+async def _listen(
+    uri: str,
+    factory: partial[PocketTtsEventHandler],
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> AsyncServer:
     try:
         server = AsyncServer.from_uri(uri)
     except ValueError as err:
         raise StartError(f"bad --uri {uri!r}: {err}") from None
+    # A cap under the open-file limit, so clients cannot make accept() fail (see connections).
+    cap = connection_cap(max_connections, raise_open_file_limit())
+    install_accept_error_log(asyncio.get_running_loop())
     try:
-        await server.start(factory)
+        await server.start(ConnectionGate(factory, cap))
     except OSError as err:
         raise StartError(f"cannot listen on {uri}: {err.strerror or err}") from None
-    _LOGGER.info("Listening on %s", uri)
+    _LOGGER.info("Listening on %s (up to %d connections)", uri, cap)
     return server
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 
@@ -60,7 +61,8 @@ def build_info(model_name: str, voices: Iterable[VoiceEntry], *, loading: bool =
     ]
     program = TtsProgram(
         name="pocket-tts",
-        description=f"Kyutai Pocket TTS, model {model_name}{status}",
+        # The file name of a custom config, never its path: every client on the network reads this.
+        description=f"Kyutai Pocket TTS, model {PurePath(model_name).name}{status}",
         version=__version__,
         attribution=KYUTAI,
         installed=True,
