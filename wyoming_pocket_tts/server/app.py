@@ -201,7 +201,13 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
 
-    synth_executor = ThreadPoolExecutor(config.max_concurrent, thread_name_prefix="synth")
+    # The scheduler bounds how many syntheses compute; the pool only has to hold them. A reply
+    # whose client stopped reading keeps its worker blocked on the hand-off without a slot,
+    # so there is room for one such worker per connection besides the running ones (threads
+    # are started only when needed).
+    synth_executor = ThreadPoolExecutor(
+        config.max_concurrent + DEFAULT_MAX_CONNECTIONS, thread_name_prefix="synth"
+    )
     # Encoding a voice is rare and slow; it gets its own workers so it never holds up frames.
     voice_executor = ThreadPoolExecutor(2, thread_name_prefix="voice")
     service = TtsService(
