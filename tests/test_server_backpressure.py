@@ -7,12 +7,11 @@ command line does not expose them yet); every timing bound is generous on purpos
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 import time
 from functools import partial
 
 import pytest
+from limits_fixtures import event_bytes, open_non_reader, parse_events, read_all
 from server_fixtures import (
     FakeModel,
     check_audio_format,
@@ -42,53 +41,6 @@ def handler_options(monkeypatch):
         monkeypatch.setattr(app, "PocketTtsEventHandler", partial(PocketTtsEventHandler, **options))
 
     return configure
-
-
-def event_bytes(event) -> bytes:
-    """One event as Wyoming frames it (header line, then the data)."""
-    data = json.dumps(event.data).encode()
-    header = json.dumps({"type": event.type, "data_length": len(data)}).encode()
-    return header + b"\n" + data
-
-
-async def open_non_reader(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A client with a small receive buffer, so that what it does not read stays server-side."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.setblocking(False)
-    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
-    return await asyncio.open_connection(sock=sock)
-
-
-async def read_all(reader: asyncio.StreamReader, timeout: float) -> tuple[bytes, bool]:
-    """Everything the server sends until it closes; (bytes, closed within the timeout)."""
-    received = bytearray()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            block = await asyncio.wait_for(reader.read(65536), deadline - time.monotonic())
-        except asyncio.TimeoutError:
-            break
-        if not block:
-            return bytes(received), True
-        received += block
-    return bytes(received), False
-
-
-def parse_events(received: bytes) -> list[dict]:
-    """The headers (with their data) of the events in a byte string, in order."""
-    headers = []
-    at = 0
-    while at < len(received):
-        end = received.index(b"\n", at)
-        header = json.loads(received[at:end])
-        at = end + 1
-        data_length = header.get("data_length") or 0
-        if data_length:
-            header["data"] = json.loads(received[at : at + data_length])
-        at += data_length + (header.get("payload_length") or 0)
-        headers.append(header)
-    return headers
 
 
 def test_client_that_stops_reading_is_paused_gives_up_its_slot_and_is_dropped(tmp_path, handler_options):
