@@ -16,7 +16,7 @@ What one connection may cost is bounded:
   back while it waits (its worker is paused on the bounded hand-off meanwhile) and takes it
   again, as a continuation, once the client reads. A client that takes nothing for
   ``stall_timeout`` seconds is dropped and its synthesis cancelled. The audio ahead of the
-  client is bounded by the hand-off (4 frames) plus the write buffers (set where the server
+  client is bounded by the hand-off (12 frames) plus the write buffers (set where the server
   listens, see connections.py).
 * A wait for a synthesis slot longer than ``slot_wait`` ends with a "server busy" ``error``.
 * A connection with nothing in flight that sends no complete event for ``idle_timeout``
@@ -76,6 +76,8 @@ DEFAULT_CLIENT_STALL_TIMEOUT_S = 30.0
 # A write not drained within this time means the client is behind: give the slot back.
 # Long enough that a short network hiccup does not cost a trip through the queue.
 STALL_GRACE_S = 0.25
+# More than the JSON header and data of an audio chunk take (about 150 bytes).
+CHUNK_HEADER_BYTES = 512
 # The longest a new request waits for a synthesis slot before "server busy": about what a
 # Voice PE satellite waits for the answer to start.
 DEFAULT_SLOT_WAIT_S = 5.0
@@ -490,6 +492,13 @@ class PocketTtsEventHandler(AsyncEventHandler):
 
     async def _write_audio(self, event: Event, slot: Slot) -> None:
         """Write one chunk; while the client is behind, wait for it without the slot."""
+        transport = self.writer.transport
+        _, high = transport.get_write_buffer_limits()
+        if transport.get_write_buffer_size() + len(event.payload or b"") + CHUNK_HEADER_BYTES <= high:
+            # Stays under the high-water mark: drain() returns at once (the common case,
+            # kept free of the task and timer below).
+            await self.write_event(event)
+            return
         write = asyncio.ensure_future(self.write_event(event))
         try:
             # shield: the grace running out must not cancel the write itself.

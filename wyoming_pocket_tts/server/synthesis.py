@@ -31,9 +31,13 @@ _LOGGER = logging.getLogger(__name__)
 
 FrameIterator = Iterator[np.ndarray]
 
-# Frames the worker may compute before the consumer has taken them (80 ms each): enough to
-# ride out a busy event loop, small enough that a stalled client costs almost no CPU.
-DEFAULT_HANDOFF_FRAMES = 4
+# Frames the worker may compute before the consumer has taken them (80 ms each, so about a
+# second of audio). Each frame needs the event loop to hand it on; on a loaded machine a
+# wake-up can take tens of milliseconds, and with 4 frames a fast engine was held to about
+# real time (6.6 s of audio in 10 s instead of 0.4 s, demo model, load average 14 on two
+# cores). 12 frames let the loop take them in batches; a stalled client still costs at
+# most this many frames of CPU and memory.
+DEFAULT_HANDOFF_FRAMES = 12
 
 
 @dataclass(frozen=True)
