@@ -160,9 +160,12 @@ def test_disconnect_cancels_synthesis_and_cpu_goes_idle(server, mode):
             await client.write_event(SynthesizeStart().event())
             await client.write_event(SynthesizeChunk(text=LONG_TEXT + " The end").event())
         await read_until(client, {"audio-chunk"}, timeout=60)
+        # Keep reading while we measure: a client that reads nothing pauses its synthesis.
+        reading = asyncio.create_task(read_until(client, {"audio-stop"}, timeout=60))
         busy_before = server.cpu_seconds()
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(1.0)
         busy = server.cpu_seconds() - busy_before
+        reading.cancel()
         await client.disconnect()
         return busy
 

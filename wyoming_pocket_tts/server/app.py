@@ -185,7 +185,8 @@ async def _serve_stdio(factory: partial[PocketTtsEventHandler]) -> asyncio.Task[
         asyncio.streams.FlowControlMixin, sys.stdout
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return asyncio.create_task(factory(reader, writer).run(), name="stdio handler")
+    # No idle timeout: a parent process may keep the pipe open and quiet for as long as it likes.
+    return asyncio.create_task(factory(reader, writer, idle_timeout=None).run(), name="stdio handler")
 
 
 async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:

@@ -136,7 +136,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         stall_timeout: float = DEFAULT_CLIENT_STALL_TIMEOUT_S,
         slot_wait: float = DEFAULT_SLOT_WAIT_S,
         max_queued: int = DEFAULT_MAX_QUEUED_REQUESTS,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S,
     ) -> None:
         super().__init__(reader, writer)
         if max_queued < 1:
@@ -195,6 +195,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
 
         The clock runs only while no response is in flight, from the connection's last
         activity; it covers a socket that sends nothing and a header that never ends.
+        No clock for ``idle_timeout=None`` (stdio, where the parent process decides).
         """
         read = asyncio.ensure_future(read_event(self.reader, self._limits))
         try:
@@ -202,6 +203,8 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 live = self._live_responses()
                 if live:
                     await asyncio.wait([read, *live], return_when=asyncio.FIRST_COMPLETED)
+                elif self._idle_timeout is None:  # stdio: the parent process decides
+                    await asyncio.wait([read])
                 else:
                     left = self._active_at + self._idle_timeout - time.monotonic()
                     if left <= 0:
