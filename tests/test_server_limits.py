@@ -196,7 +196,7 @@ def test_more_connections_than_the_cap(tmp_path):
 
 
 def test_sigterm_during_synthesis_exits_zero(tmp_path):
-    server = start_server_process(tmp_path)
+    server = start_server_process(tmp_path, "--max-concurrent", "2")
     try:
         wait_ready(server)
 
@@ -209,6 +209,11 @@ def test_sigterm_during_synthesis_exits_zero(tmp_path):
 
         async def go() -> None:
             client = await start_long()
+            # And one that reads nothing: its paused reply must not hold up the exit.
+            _, stalled = await open_non_reader(server.port)
+            stalled.write(event_bytes(Synthesize(text=LONG_TEXT).event()))
+            await stalled.drain()
+            await asyncio.sleep(1.0)
             server.proc.send_signal(signal.SIGTERM)
             # The client sees the connection end (no hang), audio or not before it.
             await read_until(client, {"audio-stop"}, timeout=SHUTDOWN_GRACE_S + 10)
