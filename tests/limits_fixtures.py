@@ -27,6 +27,14 @@ async def open_non_reader(port: int) -> tuple[asyncio.StreamReader, asyncio.Stre
     return await asyncio.open_connection(sock=sock)
 
 
+async def stalled_request(port: int, text: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Send a one-shot `synthesize` of `text` from a client that then reads nothing."""
+    reader, writer = await open_non_reader(port)
+    writer.write(event_bytes(Event(type="synthesize", data={"text": text})))
+    await writer.drain()
+    return reader, writer
+
+
 async def read_all(reader: asyncio.StreamReader, timeout: float) -> tuple[bytes, bool]:
     """Everything the server sends until it closes; (bytes, closed within the timeout)."""
     received = bytearray()

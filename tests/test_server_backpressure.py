@@ -11,7 +11,7 @@ import time
 from functools import partial
 
 import pytest
-from limits_fixtures import event_bytes, open_non_reader, parse_events, read_all
+from limits_fixtures import event_bytes, parse_events, read_all, stalled_request
 from server_fixtures import (
     FakeModel,
     check_audio_format,
@@ -51,9 +51,7 @@ def test_client_that_stops_reading_is_paused_gives_up_its_slot_and_is_dropped(tm
 
     async def go():
         async with inprocess_server(fake_loader(model), tmp_path, max_concurrent=1) as port:
-            reader, writer = await open_non_reader(port)
-            writer.write(event_bytes(Synthesize(text=LONG_TEXT).event()))
-            await writer.drain()
+            reader, writer = await stalled_request(port, LONG_TEXT)
             await asyncio.sleep(1.5)
             paused_at = model.log.frames
             await asyncio.sleep(1.0)
@@ -88,9 +86,7 @@ def test_reader_that_resumes_gets_the_whole_reply(tmp_path, handler_options):
 
     async def go():
         async with inprocess_server(fake_loader(model), tmp_path, max_concurrent=1) as port:
-            reader, writer = await open_non_reader(port)
-            writer.write(event_bytes(Synthesize(text=LONG_TEXT).event()))
-            await writer.drain()
+            reader, writer = await stalled_request(port, LONG_TEXT)
             await asyncio.sleep(1.0)  # stalled: the reply waits without its slot
             paused_at = model.log.frames
             other = await one_shot(port, "Meanwhile.", timeout=10)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from limits_fixtures import event_bytes, open_non_reader
+from limits_fixtures import event_bytes, stalled_request
 from server_fixtures import (
     REPO,
     ServerProcess,
@@ -89,9 +89,7 @@ def wait_paused(server: ServerProcess, timeout: float = 60.0) -> float:
 
 def test_client_that_stops_reading_is_paused_and_others_are_served(server):
     async def go():
-        reader, writer = await open_non_reader(server.port)
-        writer.write(event_bytes(Synthesize(text=LONG_TEXT).event()))  # ~4 minutes of speech
-        await writer.drain()
+        reader, writer = await stalled_request(server.port, LONG_TEXT)  # ~4 minutes of speech
         await reader.readexactly(1)  # the synthesis has started; from now on we read nothing
         loop = asyncio.get_running_loop()
         paused_after = await loop.run_in_executor(None, wait_paused, server)
@@ -210,9 +208,7 @@ def test_sigterm_during_synthesis_exits_zero(tmp_path):
         async def go() -> None:
             client = await start_long()
             # And one that reads nothing: its paused reply must not hold up the exit.
-            _, stalled = await open_non_reader(server.port)
-            stalled.write(event_bytes(Synthesize(text=LONG_TEXT).event()))
-            await stalled.drain()
+            await stalled_request(server.port, LONG_TEXT)
             await asyncio.sleep(1.0)
             server.proc.send_signal(signal.SIGTERM)
             # The client sees the connection end (no hang), audio or not before it.
