@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -220,11 +221,13 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def inprocess_server(loader, tmp_path: Path, max_concurrent: int = 2) -> AsyncIterator[int]:
-    """The real server code on a fake backend, in this event loop; yields the port."""
+async def inprocess_server(loader, tmp_path: Path, max_concurrent: int = 2,
+                           **server_options: Any) -> AsyncIterator[int]:  # fmt: skip
+    """The real server code on a fake backend, in this event loop; yields the port.
+    `server_options`: other fields of ServerConfig (e.g. stall_timeout)."""
     port = free_port()
     config = ServerConfig(uri=f"tcp://127.0.0.1:{port}", model="fake", library=VoiceLibraryConfig(tmp_path),
-                          max_concurrent=max_concurrent)  # fmt: skip
+                          max_concurrent=max_concurrent, **server_options)  # fmt: skip
     task = asyncio.create_task(serve(config, loader=loader))
     try:
         await wait_port(port, task)

@@ -162,6 +162,10 @@ def test_disconnect_cancels_synthesis_and_cpu_goes_idle(server, mode):
             await client.write_event(SynthesizeChunk(text=LONG_TEXT + " The end").event())
         # Audio is flowing: the synthesis runs (LONG_TEXT takes far longer than this test).
         await read_until(client, {"audio-chunk"}, timeout=60)
+        # Keep reading until we disconnect: a client that reads nothing pauses its synthesis.
+        reading = asyncio.create_task(read_until(client, {"audio-stop"}, timeout=60))
+        await asyncio.sleep(1.0)
+        reading.cancel()
         await client.disconnect()
 
     run(go())

@@ -29,6 +29,12 @@ from wyoming.server import AsyncServer
 from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
 from ..settings import check_fields, default
 from ..voices.config import VoiceLibraryConfig
+from .connections import (
+    ConnectionGate,
+    connection_cap,
+    install_accept_error_log,
+    raise_open_file_limit,
+)
 from .handler import PocketTtsEventHandler
 from .model_facts import ModelFacts, model_facts
 from .scheduler import SynthesisScheduler
@@ -52,6 +58,12 @@ class ServerConfig:
     # The language of the model's voices in `describe`; None: known or inferred (model_facts).
     language: str | None = None
     max_concurrent: int = default("max_concurrent")
+    # Bounds on what one client can hold: see the settings of the same names.
+    max_queue_wait: float = default("max_queue_wait")
+    stall_timeout: float = default("stall_timeout")
+    max_queued_requests: int = default("max_queued_requests")
+    idle_timeout: float = default("idle_timeout")
+    max_connections: int = default("max_connections")
     zeroconf_name: str | None = None
 
     def __post_init__(self) -> None:
@@ -147,16 +159,23 @@ def warm_up(backend: Backend, voice: VoiceStateLike, cancel: threading.Event) ->
     return audio_s
 
 
-async def _listen(uri: str, factory: partial[PocketTtsEventHandler]) -> AsyncServer:
+async def _listen(
+    uri: str,
+    factory: partial[PocketTtsEventHandler],
+    max_connections: int = default("max_connections"),
+) -> AsyncServer:
     try:
         server = AsyncServer.from_uri(uri)
     except ValueError as err:
         raise StartError(f"bad --uri {uri!r}: {err}") from None
+    # A cap under the open-file limit, so clients cannot make accept() fail (see connections).
+    cap = connection_cap(max_connections, raise_open_file_limit())
+    install_accept_error_log(asyncio.get_running_loop())
     try:
-        await server.start(factory)
+        await server.start(ConnectionGate(factory, cap))
     except OSError as err:
         raise StartError(f"cannot listen on {uri}: {err.strerror or err}") from None
-    _LOGGER.info("Listening on %s", uri)
+    _LOGGER.info("Listening on %s (up to %d connections)", uri, cap)
     return server
 
 
@@ -168,7 +187,8 @@ async def _serve_stdio(factory: partial[PocketTtsEventHandler]) -> asyncio.Task[
         asyncio.streams.FlowControlMixin, sys.stdout
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return asyncio.create_task(factory(reader, writer).run(), name="stdio handler")
+    # No idle timeout: a parent process may keep the pipe open and quiet for as long as it likes.
+    return asyncio.create_task(factory(reader, writer, idle_timeout=None).run(), name="stdio handler")
 
 
 async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
@@ -184,7 +204,13 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
 
-    synth_executor = ThreadPoolExecutor(config.max_concurrent, thread_name_prefix="synth")
+    # The scheduler bounds how many syntheses compute; the pool only has to hold them. A reply
+    # whose client stopped reading keeps its worker blocked on the hand-off without a slot,
+    # so there is room for one such worker per connection besides the running ones (threads
+    # are started only when needed).
+    synth_executor = ThreadPoolExecutor(
+        config.max_concurrent + config.max_connections, thread_name_prefix="synth"
+    )
     # Encoding a voice is rare and slow; it gets its own workers so it never holds up frames.
     voice_executor = ThreadPoolExecutor(2, thread_name_prefix="voice")
     facts = model_facts(config.model, config.language) if loader is None else None
@@ -197,7 +223,14 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         voice_executor=voice_executor,
         warmup=None if loader else warm_up,
     )
-    factory = partial(PocketTtsEventHandler, service=service)
+    factory = partial(
+        PocketTtsEventHandler,
+        service=service,
+        stall_timeout=config.stall_timeout,
+        slot_wait=config.max_queue_wait,
+        max_queued=config.max_queued_requests,
+        idle_timeout=config.idle_timeout,
+    )
 
     server: AsyncServer | None = None
     stdio_task: asyncio.Task[None] | None = None
@@ -207,7 +240,7 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         if urlparse(config.uri).scheme == "stdio":
             stdio_task = await _serve_stdio(factory)
         else:
-            server = await _listen(config.uri, factory)
+            server = await _listen(config.uri, factory, config.max_connections)
         _LOGGER.info("Loading model %s in the background", config.model)
         ready = service.start()
         if config.zeroconf_name and server is not None:

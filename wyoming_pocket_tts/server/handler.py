@@ -6,6 +6,23 @@ request start speaking its first sentence while later text chunks still arrive, 
 disconnect (end of stream on the socket) cancel the synthesis within one frame. Responses
 on one connection are chained, so a client that pipelines two requests gets them in order.
 
+What one connection may cost is bounded:
+
+* Pipelining: at most ``max_queued`` requests (the one being answered plus the ones waiting
+  behind it, 2 by default: all a real client needs); one more gets an ``error``. When the
+  connection closes, every queued request is cancelled, not only the last.
+* A client that stops reading: each audio chunk is written and drained; a write not drained
+  within ``STALL_GRACE_S`` means the client is behind, so the reply gives its scheduler slot
+  back while it waits (its worker is paused on the bounded hand-off meanwhile) and takes it
+  again, as a continuation, once the client reads. A client that takes nothing for
+  ``stall_timeout`` seconds is dropped and its synthesis cancelled. The audio ahead of the
+  client is bounded by the hand-off (12 frames) plus the write buffers (set where the server
+  listens, see connections.py).
+* A wait for a synthesis slot longer than ``slot_wait`` ends with a "server busy" ``error``.
+* A connection with nothing in flight that sends no complete event for ``idle_timeout``
+  seconds is closed (an idle socket, or a header that never ends). While a request is in
+  flight the clock does not run: a streamed request may wait long for its LLM's next words.
+
 Any protocol violation or failed synthesis ends the connection the same way: an `error`
 event with a readable text, then the socket closes (Home Assistant ignores `error` events
 but stops reading at the close). Nothing escapes to the server.
@@ -38,9 +55,10 @@ from wyoming.tts import (
 )
 
 from ..core import EngineError, TextError, VoiceError
+from ..settings import default
 from .logsafe import clip
 from .protocol import Limits, ProtocolError, read_event
-from .scheduler import Priority, Slot
+from .scheduler import Priority, Slot, SlotBusy
 from .service import Backend, LoadFailed, TtsService, error_text
 from .synthesis import FrameIterator, stream_pcm
 
@@ -52,10 +70,19 @@ ERROR_WRITE_TIMEOUT_S = 2.0
 MAX_PENDING_TEXT_CHARS = 100_000
 SAMPLE_WIDTH = 2
 CHANNELS = 1
+# A write not drained within this time means the client is behind: give the slot back.
+# Long enough that a short network hiccup does not cost a trip through the queue.
+STALL_GRACE_S = 0.25
+# More than the JSON header and data of an audio chunk take (about 150 bytes).
+CHUNK_HEADER_BYTES = 512
 
 
 class RequestError(Exception):
     """A request that cannot be served; the message goes to the client's `error` event."""
+
+
+class ClientStalled(Exception):
+    """The client took no audio for the stall timeout; the message says so."""
 
 
 @dataclass
@@ -87,12 +114,27 @@ class PocketTtsEventHandler(AsyncEventHandler):
         writer: asyncio.StreamWriter,
         service: TtsService,
         limits: Limits | None = None,
+        *,
+        # Their meaning and defaults: the settings of the same names (wyoming_pocket_tts.settings).
+        stall_timeout: float = default("stall_timeout"),
+        slot_wait: float = default("max_queue_wait"),
+        max_queued: int = default("max_queued_requests"),
+        idle_timeout: float | None = default("idle_timeout"),
     ) -> None:
         super().__init__(reader, writer)
+        if max_queued < 1:
+            raise ValueError("max_queued must be at least 1")
         self._service = service
         self._limits = limits or Limits()
+        self._stall_timeout = stall_timeout
+        self._slot_wait = slot_wait
+        self._max_queued = max_queued
+        self._idle_timeout = idle_timeout
         self._stream: _TextStream | None = None
-        self._response: asyncio.Task[None] | None = None
+        # Every response not yet finished, in order; each waits for the one before it.
+        self._responses: list[asyncio.Task[None]] = []
+        # When the connection last did something (an event, or a response ending).
+        self._active_at = time.monotonic()
         self._closing = False
         self._peer = writer.get_extra_info("peername") or "stdio"
 
@@ -110,12 +152,13 @@ class PocketTtsEventHandler(AsyncEventHandler):
         try:
             while self._is_running and not self._closing:
                 try:
-                    event = await read_event(self.reader, self._limits)
+                    event = await self._next_event()
                 except ProtocolError as err:
                     await self._fail(str(err))
                     break
                 if event is None:
                     break
+                self._active_at = time.monotonic()
                 if not await self.handle_event(event):
                     break
         except (ConnectionError, OSError) as err:
@@ -130,14 +173,52 @@ class PocketTtsEventHandler(AsyncEventHandler):
             finally:
                 self._service.connections.discard(task)  # type: ignore[arg-type]
 
+    async def _next_event(self) -> Event | None:
+        """The next event; ProtocolError if the connection idles past the idle timeout.
+
+        The clock runs only while no response is in flight, from the connection's last
+        activity; it covers a socket that sends nothing and a header that never ends.
+        No clock for ``idle_timeout=None`` (stdio, where the parent process decides).
+        """
+        read = asyncio.ensure_future(read_event(self.reader, self._limits))
+        try:
+            while True:
+                live = self._live_responses()
+                if live:
+                    await asyncio.wait([read, *live], return_when=asyncio.FIRST_COMPLETED)
+                elif self._idle_timeout is None:  # stdio: the parent process decides
+                    await asyncio.wait([read])
+                else:
+                    left = self._active_at + self._idle_timeout - time.monotonic()
+                    if left <= 0:
+                        raise ProtocolError(
+                            f"no complete event in {self._idle_timeout:g} s: closing the idle connection"
+                        )
+                    await asyncio.wait([read], timeout=left)
+                if read.done():
+                    return read.result()
+        finally:
+            if not read.done():
+                read.cancel()
+
+    def _live_responses(self) -> list[asyncio.Task[None]]:
+        self._responses = [task for task in self._responses if not task.done()]
+        return self._responses
+
+    async def _cancel_responses(self, keep: asyncio.Task[Any] | None = None) -> None:
+        """Cancel every queued response (but `keep`) and wait for their cleanup."""
+        doomed = [task for task in self._live_responses() if task is not keep]
+        for task in doomed:
+            task.cancel()
+        if doomed:
+            # Let each response's cleanup (cancel event, worker join) run before we return.
+            await asyncio.wait(doomed)
+
     async def disconnect(self) -> None:
-        """The client went away (or we closed): cancel what it asked for."""
-        response = self._response
-        if response is not None and not response.done():
+        """The client went away (or we closed): cancel everything it asked for."""
+        if self._live_responses():
             _LOGGER.info("Client %s disconnected: cancelling its synthesis", self._peer)
-            response.cancel()
-            # Let the response's cleanup (cancel event, worker join) run before we return.
-            await asyncio.wait([response])
+            await self._cancel_responses()
 
     async def _fail(self, message: str) -> None:
         """Send `error`, then close the connection. Safe to call from a response task."""
@@ -145,15 +226,13 @@ class PocketTtsEventHandler(AsyncEventHandler):
             return
         self._closing = True
         _LOGGER.warning("Client %s: %s", self._peer, clip(message, 200))
-        current = asyncio.current_task()
-        response = self._response
-        if response is not None and response is not current and not response.done():
-            response.cancel()
-            await asyncio.wait([response])
+        await self._cancel_responses(keep=asyncio.current_task())
         try:
             await asyncio.wait_for(self.write_event(Error(text=message).event()), ERROR_WRITE_TIMEOUT_S)
         except (asyncio.TimeoutError, ConnectionError, OSError):
-            pass
+            # The client does not read: drop what is buffered for it (close() would keep
+            # the socket and the buffer until it reads).
+            self.writer.transport.abort()
         # Closing the transport feeds end-of-stream to our reader, which ends run().
         self.writer.close()
 
@@ -184,6 +263,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             if not text.strip():
                 raise RequestError("empty text: nothing to synthesize")
             voice_name = _voice_name(event)
+            self._check_queue()
             request_id = self._service.next_request_id()
             _LOGGER.info(
                 "Request %d from %s: one-shot, %d characters, voice %s",
@@ -195,6 +275,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         if SynthesizeStart.is_type(event.type):
             if self._stream is not None:
                 raise RequestError("synthesize-start received while a streamed request is open")
+            self._check_queue()
             stream = _TextStream(self._service.next_request_id(), _voice_name(event))
             _LOGGER.info(
                 "Request %d from %s: streamed, voice %s",
@@ -242,15 +323,28 @@ class PocketTtsEventHandler(AsyncEventHandler):
             raise RequestError(f"{event_type} received without synthesize-start")
         return self._stream
 
+    def _check_queue(self) -> None:
+        if len(self._live_responses()) >= self._max_queued:
+            raise RequestError(
+                f"too many requests queued on this connection (limit {self._max_queued}): "
+                "wait for a reply to end before sending the next request"
+            )
+
     def _start_response(self, make: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        previous = self._response
+        live = self._live_responses()
+        previous = live[-1] if live else None
 
         async def chained() -> None:
             if previous is not None:
                 await asyncio.wait([previous])
             await self._guard(make())
 
-        self._response = asyncio.create_task(chained(), name=f"response to {self._peer}")
+        task = asyncio.create_task(chained(), name=f"response to {self._peer}")
+        task.add_done_callback(self._response_done)
+        live.append(task)
+
+    def _response_done(self, _task: asyncio.Task[None]) -> None:
+        self._active_at = time.monotonic()  # the idle clock starts when the last reply ends
 
     async def _guard(self, response: Coroutine[Any, Any, None]) -> None:
         """Run a response; turn its failures into `error` + close."""
@@ -260,6 +354,10 @@ class PocketTtsEventHandler(AsyncEventHandler):
             await self._fail(str(err))
         except LoadFailed as err:
             await self._fail(f"model not available: {err}")
+        except SlotBusy as err:
+            await self._fail(f"server busy: {err}; try again later")
+        except ClientStalled as err:
+            await self._fail(str(err))
         except (ConnectionError, OSError) as err:
             # The client is gone; nobody to tell.
             _LOGGER.info("Client %s went away during synthesis (%s)", self._peer, err)
@@ -294,7 +392,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             return backend.model.synthesize(text, voice, options, cancel)
 
         try:
-            async with self._service.scheduler.slot(Priority.NEW) as slot:
+            async with self._service.scheduler.slot(Priority.NEW, self._slot_wait) as slot:
                 await self._send_frames(backend, frames, cancel, timing, slot)
         except TextError as err:
             raise RequestError(f"cannot speak this text: {error_text(err)}") from None
@@ -327,8 +425,12 @@ class PocketTtsEventHandler(AsyncEventHandler):
         sentence: str | None = ""
         try:
             while (sentence := await stream.sentences.get()) is not None:
-                priority = Priority.CONTINUATION if timing.frames else Priority.NEW
-                async with self._service.scheduler.slot(priority) as slot:
+                # A reply already playing is never refused; a new one waits a bounded time.
+                if timing.frames:
+                    wait: tuple[Priority, float | None] = (Priority.CONTINUATION, None)
+                else:
+                    wait = (Priority.NEW, self._slot_wait)
+                async with self._service.scheduler.slot(*wait) as slot:
                     # Keep the slot while the next sentence is already here: releasing it
                     # would let a waiting request in and open a gap in this reply. It is
                     # given up only while we wait for more text.
@@ -370,11 +472,40 @@ class PocketTtsEventHandler(AsyncEventHandler):
                     await self.write_event(
                         AudioStart(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS).event()
                     )
-                await self.write_event(
-                    AudioChunk(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=pcm).event()
+                await self._write_audio(
+                    AudioChunk(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=pcm).event(), slot
                 )
                 timing.frames += 1
                 slot.add_audio(frame_s)  # the scheduler learns how fast synthesis runs
+
+    async def _write_audio(self, event: Event, slot: Slot) -> None:
+        """Write one chunk; while the client is behind, wait for it without the slot."""
+        transport = self.writer.transport
+        _, high = transport.get_write_buffer_limits()
+        if transport.get_write_buffer_size() + len(event.payload or b"") + CHUNK_HEADER_BYTES <= high:
+            # Stays under the high-water mark: drain() returns at once (the common case,
+            # kept free of the task and timer below).
+            await self.write_event(event)
+            return
+        write = asyncio.ensure_future(self.write_event(event))
+        try:
+            # shield: the grace running out must not cancel the write itself.
+            await asyncio.wait_for(asyncio.shield(write), STALL_GRACE_S)
+            return
+        except asyncio.TimeoutError:
+            pass
+        except asyncio.CancelledError:
+            write.cancel()
+            raise
+        _LOGGER.debug("Client %s is not reading: synthesis paused, slot given up", self._peer)
+        async with self._service.scheduler.released(slot):
+            try:
+                await asyncio.wait_for(write, self._stall_timeout)
+            except asyncio.TimeoutError:
+                raise ClientStalled(
+                    f"the client took no audio for {self._stall_timeout:g} s: disconnecting"
+                ) from None
+        _LOGGER.debug("Client %s reads again: synthesis resumed", self._peer)
 
     def _log_done(self, request_id: int, voice: str, backend: Backend, timing: _Timing) -> None:
         elapsed = time.monotonic() - timing.start

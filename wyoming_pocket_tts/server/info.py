@@ -9,6 +9,7 @@ voices appear as soon as the voice library is known.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import PurePath
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 
@@ -41,7 +42,8 @@ def build_info(
     ]
     program = TtsProgram(
         name="pocket-tts",
-        description=f"Kyutai Pocket TTS, model {model_name}{status}",
+        # The file name of a custom config, never its path: every client on the network reads this.
+        description=f"Kyutai Pocket TTS, model {PurePath(model_name).name}{status}",
         version=__version__,
         attribution=KYUTAI,
         installed=True,

@@ -23,6 +23,23 @@
   for its first audio. Background work (the start-up warm-up) comes last and is stopped
   by any request that arrives while it runs.
 * A waiter whose client goes away leaves the queue at once (its task is cancelled).
+* Waiting is bounded: a new request that has not got a slot within ``max_wait`` (the
+  handler passes 5 s, about what a Voice PE satellite waits for an answer to start) leaves
+  the queue with `SlotBusy`, and its client gets an ``error`` saying the server is busy,
+  instead of audio that starts after its listener has gone (20 clients at once used to
+  wait up to 90 s for first audio). The wait is timed, not estimated: the length of the
+  work ahead is not known (a streamed reply arrives sentence by sentence, and a text's
+  audio length is only roughly known from its characters), and a wrong estimate would
+  either refuse a request that would have started in time or keep one past the bound.
+  The timeout is exact both ways; the price is that a refused client learns it after
+  ``max_wait`` rather than at once, which is when its satellite gives up anyway. The next
+  sentence of a reply already playing (CONTINUATION) is never refused. Measured
+  (bench/overload.py, 20 clients at once, demo model, loaded 2-core machine): before,
+  all 20 were served, the last first audio after 11.8 s; now 9 are served (worst 4.6 s)
+  and 11 hear "server busy" at 5.0 s.
+* A slot whose client has stopped reading is given back (`released`): its worker is
+  paused on the bounded hand-off (see synthesis.py), so it needs no CPU, and the slot goes
+  to the next waiter. When the client reads again, the reply re-enters as CONTINUATION.
 
 Batching several requests into one forward pass would use the cores better, but the
 engine decodes one stream per call.
@@ -84,6 +101,10 @@ class Slot:
         self.audio_s += seconds
 
 
+class SlotBusy(Exception):
+    """No slot became free within the caller's bound; the message is for the client."""
+
+
 @dataclass
 class SchedulerStats:
     """A snapshot for logs and tests."""
@@ -124,21 +145,49 @@ class SynthesisScheduler:
 
     @asynccontextmanager
     async def slot(
-        self, priority: Priority = Priority.NEW, preempt: Callable[[], None] | None = None
+        self,
+        priority: Priority = Priority.NEW,
+        max_wait: float | None = None,
+        preempt: Callable[[], None] | None = None,
     ) -> AsyncIterator[Slot]:
         """Hold one synthesis slot for the body of the ``async with``.
 
-        A BACKGROUND slot passes `preempt`: any other request that asks for a slot calls
-        it (once), and the background work stops within a frame, so the request does not
-        share the CPU with it for longer than that.
+        Raises `SlotBusy` if none is free within ``max_wait`` seconds (None: wait as long
+        as it takes). A BACKGROUND slot passes `preempt`: any other request that asks for
+        a slot calls it (once), and the background work stops within a frame, so the
+        request does not share the CPU with it for longer than that.
         """
         background = priority == Priority.BACKGROUND
         if not background:
             self._preempt_background()
-        await self._acquire(priority)
-        self._granted -= 1
+        await self._acquire(priority, max_wait)
         slot = Slot(background=background, preempt=preempt if background else None)
-        if background:
+        self._enter(slot)
+        try:
+            yield slot
+        finally:
+            if slot in self._active:  # not if it was released and never re-acquired
+                self._active.remove(slot)
+                self._measure(slot)
+                self._wake()
+
+    @asynccontextmanager
+    async def released(self, slot: Slot) -> AsyncIterator[None]:
+        """Give ``slot`` up for the body (its synthesis is paused), then wait for it again.
+
+        It comes back as CONTINUATION: the reply is already playing. If the body raises,
+        the slot stays given up (the reply is over).
+        """
+        self._active.remove(slot)
+        slot.alone = False  # its time now includes the pause: it says nothing about speed
+        self._wake()
+        yield
+        await self._acquire(Priority.CONTINUATION, None)
+        self._enter(slot)
+
+    def _enter(self, slot: Slot) -> None:
+        self._granted -= 1
+        if slot.background:
             slot.alone = False  # its speed is not a request's
         else:
             # Background work, stopped within a frame, does not spoil a request's measure.
@@ -148,12 +197,6 @@ class SynthesisScheduler:
                 for other in rivals:
                     other.alone = False
         self._active.append(slot)
-        try:
-            yield slot
-        finally:
-            self._active.remove(slot)
-            self._measure(slot)
-            self._wake()
 
     def _preempt_background(self) -> None:
         for other in self._active:
@@ -177,8 +220,8 @@ class SynthesisScheduler:
                 self._solo_speed, self.limit,
             )  # fmt: skip
 
-    async def _acquire(self, priority: Priority) -> None:
-        """Return once a slot is granted (counted in `_granted`)."""
+    async def _acquire(self, priority: Priority, max_wait: float | None) -> None:
+        """Return once a slot is granted (counted in `_granted`); SlotBusy after max_wait."""
         if self._running < self.limit and not self._waiters:
             self._granted += 1
             return
@@ -186,17 +229,30 @@ class SynthesisScheduler:
         heapq.heappush(self._waiters, waiter)
         _LOGGER.debug("Synthesis queued (%s)", self.stats)
         try:
-            await waiter.future
+            # shield: on timeout wait_for cancels the shield, and we decide about the future.
+            await asyncio.wait_for(asyncio.shield(waiter.future), max_wait)
+        except asyncio.TimeoutError:
+            if waiter.future.done():
+                return  # granted in the very same moment: take it
+            stats = self.stats
+            self._leave_queue(waiter)
+            raise SlotBusy(
+                f"no synthesis slot free within {max_wait:g} s "
+                f"({stats.running} running, {stats.waiting - 1} other(s) waiting)"
+            ) from None
         except asyncio.CancelledError:
             if waiter.future.done() and not waiter.future.cancelled():
                 # The slot was granted just as the waiter was cancelled: pass it on.
                 self._granted -= 1
                 self._wake()
             else:
-                waiter.future.cancel()
-                self._waiters.remove(waiter)
-                heapq.heapify(self._waiters)
+                self._leave_queue(waiter)
             raise
+
+    def _leave_queue(self, waiter: _Waiter) -> None:
+        waiter.future.cancel()
+        self._waiters.remove(waiter)
+        heapq.heapify(self._waiters)
 
     @property
     def _running(self) -> int:

@@ -7,6 +7,13 @@ The consumer is an async iterator; leaving it early for any reason (the client w
 a write failed, the task was cancelled) sets the request's cancel Event, which the engine
 checks every frame, and waits for the worker to finish so the scheduler slot is only
 released once the CPU really is free.
+
+The hand-off is bounded (backpressure): the worker computes a frame only with a credit,
+and the consumer returns one each time it asks for the next frame, i.e. once the handler
+has written (and drained) the previous one. So a client that stops reading stops the
+engine within ``handoff_frames`` frames, and at most that many frames wait in memory.
+A plain semaphore does the job (no library needed): on cancel the consumer releases every
+credit at once, so a worker blocked on it wakes, sees the cancel Event and stops.
 """
 
 from __future__ import annotations
@@ -23,6 +30,14 @@ import numpy as np
 _LOGGER = logging.getLogger(__name__)
 
 FrameIterator = Iterator[np.ndarray]
+
+# Frames the worker may compute before the consumer has taken them (80 ms each, so about a
+# second of audio). Each frame needs the event loop to hand it on; on a loaded machine a
+# wake-up can take tens of milliseconds, and with 4 frames a fast engine was held to about
+# real time (6.6 s of audio in 10 s instead of 0.4 s, demo model, load average 14 on two
+# cores). 12 frames let the loop take them in batches; a stalled client still costs at
+# most this many frames of CPU and memory.
+DEFAULT_HANDOFF_FRAMES = 12
 
 
 @dataclass(frozen=True)
@@ -54,12 +69,21 @@ class _Bridge:
             pass
 
 
-def _pump(make_frames: Callable[[], FrameIterator], cancel: threading.Event, bridge: _Bridge) -> None:
+def _pump(
+    make_frames: Callable[[], FrameIterator],
+    cancel: threading.Event,
+    bridge: _Bridge,
+    credits: threading.Semaphore,
+) -> None:
     frames: FrameIterator | None = None
     try:
         frames = make_frames()
-        for frame in frames:
+        while True:
+            credits.acquire()  # blocks while the consumer is `handoff_frames` behind
             if cancel.is_set():
+                break
+            frame = next(frames, None)
+            if frame is None or cancel.is_set():
                 break
             bridge.put(to_pcm16(frame))
     except BaseException as err:  # noqa: BLE001 - every failure goes to the consumer
@@ -78,16 +102,21 @@ async def stream_pcm(
     make_frames: Callable[[], FrameIterator],
     cancel: threading.Event,
     executor: Executor,
+    handoff_frames: int = DEFAULT_HANDOFF_FRAMES,
 ) -> AsyncIterator[bytes]:
     """Yield int16 PCM frames from ``make_frames()``, which runs in a worker of ``executor``.
 
     ``make_frames`` itself is called in the worker (creating a session or starting a
     synthesis may already take time). An exception raised there or while iterating is
-    re-raised here, in the consumer.
+    re-raised here, in the consumer. The worker runs at most ``handoff_frames`` frames
+    ahead of the consumer.
     """
+    if handoff_frames < 1:
+        raise ValueError("handoff_frames must be at least 1")
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[object] = asyncio.Queue()
-    worker = loop.run_in_executor(executor, _pump, make_frames, cancel, _Bridge(loop, queue))
+    credits = threading.Semaphore(handoff_frames)
+    worker = loop.run_in_executor(executor, _pump, make_frames, cancel, _Bridge(loop, queue), credits)
     finished = False
     try:
         while True:
@@ -96,12 +125,18 @@ async def stream_pcm(
                 finished = True
                 break
             if isinstance(item, _Failed):
+                # The worker has stopped by itself; the cancel Event is shared by the whole
+                # reply (a streamed one goes on with its next sentence), so leave it alone.
+                finished = True
                 raise item.error
             assert isinstance(item, bytes)
             yield item
+            credits.release()  # the previous frame is written: the worker may make one more
     finally:
         if not finished:
             cancel.set()
+            # Wake a worker blocked on the hand-off: it sees the cancel at once.
+            credits.release(handoff_frames + 1)
         # Wait for the worker even when cancelled: the slot must outlive the CPU work.
         # shield() keeps a second cancellation from abandoning the wait half-way.
         try:
