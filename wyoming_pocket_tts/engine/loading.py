@@ -35,7 +35,6 @@ def load_model(
     hf_token: str | None = None,
     quantize: bool = False,
     threads: int | None = None,
-    offline: bool = False,
     cache_dir: Path | None = None,
 ) -> TTSModel:
     """Load a catalog model, the built-in demo model, or an upstream-format YAML config.
@@ -45,7 +44,7 @@ def load_model(
     """
     if threads is not None:
         torch.set_num_threads(threads)
-    hub = HubAccess(token=hf_token, offline=offline, cache_dir=cache_dir)
+    hub = HubAccess(token=hf_token, cache_dir=cache_dir)
     started = time.monotonic()
     if name_or_path == DEMO_NAME:
         model = build_demo_model()

@@ -221,20 +221,13 @@ class SpeechSession:
             yield from self._speak_chunk(chunk)
 
     def _frames_after_eos(self, guess: int) -> int:
-        if self.options.frames_after_eos is not None:
-            return self.options.frames_after_eos
         recommended = self.model.config.model_recommended_frames_after_eos
         return recommended if recommended is not None else guess + 2
 
     def _noise(self, latent_dim: int) -> torch.Tensor:
         noise = torch.zeros(1, latent_dim)
         if self.temperature > 0:
-            std = self.temperature**0.5
-            clamp = self.options.noise_clamp
-            if clamp is None:
-                noise.normal_(0.0, std, generator=self.generator)
-            else:
-                torch.nn.init.trunc_normal_(noise, 0.0, std, -clamp, clamp, generator=self.generator)
+            noise.normal_(0.0, self.temperature**0.5, generator=self.generator)
         return noise
 
     def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
