@@ -422,6 +422,7 @@ def test_the_codec_elu_is_torch_elu() -> None:
 def test_a_streamed_convolution_is_torch_conv1d(in_ch: int, kernel: int, stride: int, dilation: int, batch: int) -> None:
     generator = torch.Generator().manual_seed(0)
     conv = mimi_module.StreamingConv1d(in_ch, 24, kernel, stride=stride, dilation=dilation)
+    mimi_module.lay_out_convolutions(conv)
     x = torch.randn(batch, 40, in_ch, generator=generator)  # time-major
     memory: mimi_module.ConvMemory = {}
     with torch.inference_mode():

@@ -24,6 +24,7 @@ from .config import ModelConfig
 from .errors import ModelLoadError, TextError, VoiceError
 from .hub import HubAccess, resolve
 from .kernels import inference
+from .mimi import lay_out_convolutions
 from .network import PocketNetwork, load_encoder
 from .options import GenerationOptions
 from .text import TextRules, prepare, split_into_chunks
@@ -60,7 +61,9 @@ class TTSModel:
         # Cores a request may use while only one of its two threads (FlowLM, decoder) works.
         self.threads = max(1, torch.get_num_threads())
         self.network = network.eval().requires_grad_(False)
+        # Everything derived from the weights is made here, before any request can see them.
         network.flow_lm.flow_net.fuse_modulations()
+        lay_out_convolutions(network.mimi)
         self.tokenizer = tokenizer
         self.config = config
         self.info = info
@@ -135,6 +138,7 @@ class TTSModel:
                 load_encoder(self.network, self._encoder_file)
             except ModelLoadError as err:
                 raise VoiceError(f"the voice encoder cannot be loaded: {err}") from None
+            lay_out_convolutions(self.network.mimi)
             self._encoder_file = None
 
     def voice_from_recording(self, path: str | Path) -> VoiceState:
