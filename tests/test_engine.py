@@ -32,7 +32,7 @@ from wyoming_pocket_tts.engine import (
 from wyoming_pocket_tts.engine import mimi as mimi_module
 from wyoming_pocket_tts.engine.config import parse_config
 from wyoming_pocket_tts.engine.demo import demo_voice_audio
-from wyoming_pocket_tts.engine.kernels import inference, linear
+from wyoming_pocket_tts.engine.kernels import inference
 from wyoming_pocket_tts.engine.network import PocketNetwork
 from wyoming_pocket_tts.engine.quantize import Int8Linear
 
@@ -390,21 +390,6 @@ def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> N
     assert all(isinstance(block.mlp[0], Int8Linear) and isinstance(block.mlp[2], Int8Linear) for block in head.res_blocks)
     # the per-layer adaLN linears were stacked into one, not kept beside it
     assert not any(hasattr(block, "adaLN_modulation") for block in exact.network.flow_lm.flow_net.res_blocks)
-
-
-@pytest.mark.parametrize("shape", [(1, 64), (30, 64), (2, 5, 64)])
-@pytest.mark.parametrize("with_bias", [True, False])
-@pytest.mark.parametrize("threads", [1, 2])  # one kernel per thread count
-def test_the_float32_linear_kernel_computes_a_linear(shape: tuple[int, ...], with_bias: bool, threads: int,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(shape, generator=generator)
-    weight, bias = torch.randn(48, 64, generator=generator), torch.randn(48, generator=generator)
-    expected = x @ weight.T + (bias if with_bias else 0)
-    assert torch.allclose(linear(x, weight, bias if with_bias else None), expected, atol=1e-4)
-    strided = x.transpose(0, -1).contiguous().transpose(0, -1)  # same values, other memory layout
-    assert torch.allclose(linear(strided, weight), x @ weight.T, atol=1e-4)
 
 
 def test_the_codec_elu_is_torch_elu() -> None:

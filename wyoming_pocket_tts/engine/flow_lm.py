@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import FlowLMConfig
-from .kernels import Linear, linear
+from .kernels import Linear
 from .layers import KVCache, Transformer
 from .samplers import SAMPLERS
 
@@ -201,7 +201,7 @@ class FlowLM(nn.Module):
 
     def voice_prompt(self, voice_latents: torch.Tensor) -> torch.Tensor:
         """The embeddings the FlowLM reads for a voice: [bos] + projected codec latents."""
-        prompt = linear(voice_latents, self.speaker_proj_weight)
+        prompt = F.linear(voice_latents, self.speaker_proj_weight)
         if self.insert_bos_before_voice:
             prompt = torch.cat([self.bos_before_voice.expand(prompt.shape[0], -1, -1), prompt], dim=1)
         return prompt
