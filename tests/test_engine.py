@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import threading
@@ -136,6 +137,24 @@ def test_the_first_frame_has_every_core_in_the_callers_thread(demo_model: TTSMod
     assert calls[:2] == [("step", caller, 2), ("decode", caller, 2)]
     assert set(steps[1:]) == {("step", "flow-lm", 1)}
     assert set(decodes[1:]) == {("decode", caller, 1)}
+
+
+def test_a_session_keeps_one_flow_lm_thread_and_it_ends_with_the_session(
+        demo_model: TTSModel, voice: VoiceState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every chunk and sentence of a response hands its steps to the same FlowLM thread,
+    which does not outlive the session."""
+    threads = _observe_steps_and_decodes(demo_model, monkeypatch, lambda kind: threading.current_thread())
+    session = demo_model.session(voice, SEEDED)
+    for sentence in ("The kitchen lights are on.", "The door is locked."):
+        assert list(session.speak(sentence))
+    flow_lm_threads = {thread for thread in threads if thread.name == "flow-lm"}
+    assert len(flow_lm_threads) == 1
+    (flow_lm_thread,) = flow_lm_threads
+    assert flow_lm_thread.is_alive()  # kept for the next sentence
+    del session
+    gc.collect()
+    flow_lm_thread.join(timeout=10)
+    assert not flow_lm_thread.is_alive()
 
 
 class _Probe(torch.Tensor):

@@ -27,7 +27,7 @@ ENCODER_CHUNK_FRAMES = 4
 MIN_CHANNELS_PER_TAP = 16
 
 
-def _relay_as_matrix(conv: nn.Module, to_matrix: Callable[[torch.Tensor], torch.Tensor],
+def _lay_out_as_matrix(conv: nn.Module, to_matrix: Callable[[torch.Tensor], torch.Tensor],
                      to_weight: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
     """Lay a conv's frozen weight out in memory as the contiguous matrix its product reads
     (`to_matrix`), and make the weight a view of that matrix (`to_weight`): held once."""
@@ -117,7 +117,7 @@ class StreamingConv1d(nn.Module):
         """Hold the loaded weight [out, in, k] as the matrix [out, k * in], tap-major like
         the windows (see `lay_out_convolutions`)."""
         out_ch, in_ch, kernel = self.conv.weight.shape
-        self._weight_matrix = _relay_as_matrix(
+        self._weight_matrix = _lay_out_as_matrix(
             self.conv,
             lambda weight: weight.permute(0, 2, 1).reshape(out_ch, -1),
             lambda matrix: matrix.view(out_ch, kernel, in_ch).permute(0, 2, 1),
@@ -179,7 +179,7 @@ class StreamingConvTranspose1d(nn.Module):
         """Hold the loaded weight [in, out, kernel] as the matrix [out * kernel, in]: rows
         (channel, tap) (see `lay_out_convolutions`)."""
         in_ch, out_ch, kernel = self.convtr.weight.shape
-        self._weight_matrix = _relay_as_matrix(
+        self._weight_matrix = _lay_out_as_matrix(
             self.convtr,
             lambda weight: weight.reshape(in_ch, -1).t(),
             lambda matrix: matrix.t().view(in_ch, out_ch, kernel),
