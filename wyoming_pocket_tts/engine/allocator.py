@@ -11,8 +11,8 @@ resident. Fixing the threshold (which also stops it moving) keeps them mapped.
 Measured with `python bench/soak.py --model english` (full-size English architecture,
 random weights, every float32 product already by F.linear): resident memory after 50,
 100 and 200 requests 946, 1008 and 1020 MB with glibc's moving threshold; 763 MB after
-50 and 762 MB after 150 with MALLOC_MMAP_THRESHOLD_=262144, and 776 / 778 MB after 50 /
-100 with this call. The tiny demo model, whose buffers are small, was flat either way.
+50 and 762 MB after 150 with MALLOC_MMAP_THRESHOLD_=262144, and 776 / 778 / 778 MB after
+50 / 100 / 300 with this call. The tiny demo model, whose buffers are small, was flat either way.
 Set in code, at model load, rather than by MALLOC_MMAP_THRESHOLD_ in the
 environment, which must be in place before the process starts.
 """
