@@ -1,6 +1,7 @@
 """Our engine against upstream pocket-tts, side by side in one run, on this machine.
 
     python bench/engine_bench.py            # float32 and int8, default English architecture
+    python bench/engine_bench.py --baseline /tmp/old   # this checkout against another one of ours
 
 Each engine runs in a fresh subprocess (so peak RSS is its own), on the same random
 weights of the default English architecture, with EOS disabled so both generate the same
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import statistics
 import subprocess
@@ -122,6 +124,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--precision", choices=["float32", "int8", "both"], default="both")
     parser.add_argument("--repeats", type=int, default=5, help="first-frame measurements per engine")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="compare with our engine in another checkout (e.g. a git worktree) instead of upstream")
+    parser.add_argument("--rounds", type=int, default=1, help="worker runs per engine, alternating (ratios of medians)")
     parser.add_argument("--worker", choices=["ours", "upstream"], help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     parser.add_argument("--voice-state", help=argparse.SUPPRESS)
@@ -135,31 +140,39 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     log = logging.getLogger("bench")
     precisions = ["float32", "int8"] if args.precision == "both" else [args.precision]
+    # Each engine's worker imports the package from its own checkout, never an installed copy.
+    trees = {"upstream": ROOT, "ours": ROOT} if args.baseline is None else {"baseline": args.baseline.resolve(), "ours": ROOT}
+    reference, engines = ("upstream" if args.baseline is None else "baseline"), list(trees)
     with tempfile.TemporaryDirectory(prefix="engine-bench-") as tmp:
         config, voice_state = prepare_model(Path(tmp))
         rows = []
         for precision in precisions:
-            results = {}
-            for engine in ("upstream", "ours"):
-                command = [sys.executable, __file__, "--worker", engine, "--config", str(config),
-                           "--voice-state", str(voice_state), "--repeats", str(args.repeats)]  # fmt: skip
-                if precision == "int8":
-                    command.append("--quantize")
-                output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-                results[engine] = json.loads(output.strip().splitlines()[-1])
-                log.info("%s %s: %s", engine, precision, results[engine])
+            runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in engines}
+            for round_index in range(args.rounds):
+                for engine in engines if round_index % 2 == 0 else engines[::-1]:  # alternate who goes first
+                    worker_kind = "upstream" if engine == "upstream" else "ours"
+                    command = [sys.executable, __file__, "--worker", worker_kind, "--config", str(config),
+                               "--voice-state", str(voice_state), "--repeats", str(args.repeats)]  # fmt: skip
+                    if precision == "int8":
+                        command.append("--quantize")
+                    env = {**os.environ, "PYTHONPATH": str(trees[engine])}
+                    output = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
+                    runs[engine].append(json.loads(output.strip().splitlines()[-1]))
+                    log.info("%s %s: %s", engine, precision, runs[engine][-1])
+            results = {engine: {key: statistics.median(run[key] for run in engine_runs) for key in engine_runs[0]}
+                       for engine, engine_runs in runs.items()}
             rows.append((precision, results))
 
     sys.stdout.write("\n| precision | engine | throughput (x real time) | first frame (ms) | peak RSS (MB) | frames |\n")
     sys.stdout.write("|---|---|---|---|---|---|\n")
     for precision, results in rows:
-        for engine in ("upstream", "ours"):
+        for engine in engines:
             r = results[engine]
-            sys.stdout.write(f"| {precision} | {engine} | {r['throughput']:.2f} | {r['first_frame_ms']:.0f} | {r['peak_rss_mb']:.0f} | {r['frames']} |\n")
-        up, ours = results["upstream"], results["ours"]
+            sys.stdout.write(f"| {precision} | {engine} | {r['throughput']:.2f} | {r['first_frame_ms']:.0f} | {r['peak_rss_mb']:.0f} | {r['frames']:.0f} |\n")
+        ref, ours = results[reference], results["ours"]
         sys.stdout.write(
-            f"| {precision} | **ours / upstream** | **{ours['throughput'] / up['throughput']:.2f}x** | "
-            f"**{ours['first_frame_ms'] / up['first_frame_ms']:.2f}x** | **{ours['peak_rss_mb'] / up['peak_rss_mb']:.2f}x** | |\n"
+            f"| {precision} | **ours / {reference}** | **{ours['throughput'] / ref['throughput']:.2f}x** | "
+            f"**{ours['first_frame_ms'] / ref['first_frame_ms']:.2f}x** | **{ours['peak_rss_mb'] / ref['peak_rss_mb']:.2f}x** | |\n"
         )
 
 

@@ -41,10 +41,6 @@ _LOGGER = logging.getLogger("voices_bench")
 def build(model_name: str, real_weights: bool) -> engine.TTSModel:
     if model_name == "demo" or real_weights:
         return engine.load_model(model_name)
-    # The lead's helper, when the engine offers it; else build the architecture ourselves.
-    random_builder = getattr(engine, "build_random_model", None)
-    if random_builder is not None:
-        return random_builder(model_name)
     from wyoming_pocket_tts.engine.catalog import catalog
     from wyoming_pocket_tts.engine.demo import make_tokenizer_json
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import threading
@@ -32,7 +33,7 @@ from wyoming_pocket_tts.engine import (
 from wyoming_pocket_tts.engine import mimi as mimi_module
 from wyoming_pocket_tts.engine.config import parse_config
 from wyoming_pocket_tts.engine.demo import demo_voice_audio
-from wyoming_pocket_tts.engine.kernels import inference, linear
+from wyoming_pocket_tts.engine.kernels import inference
 from wyoming_pocket_tts.engine.network import PocketNetwork
 from wyoming_pocket_tts.engine.quantize import Int8Linear
 
@@ -136,6 +137,24 @@ def test_the_first_frame_has_every_core_in_the_callers_thread(demo_model: TTSMod
     assert calls[:2] == [("step", caller, 2), ("decode", caller, 2)]
     assert set(steps[1:]) == {("step", "flow-lm", 1)}
     assert set(decodes[1:]) == {("decode", caller, 1)}
+
+
+def test_a_session_keeps_one_flow_lm_thread_and_it_ends_with_the_session(
+        demo_model: TTSModel, voice: VoiceState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every chunk and sentence of a response hands its steps to the same FlowLM thread,
+    which does not outlive the session."""
+    threads = _observe_steps_and_decodes(demo_model, monkeypatch, lambda kind: threading.current_thread())
+    session = demo_model.session(voice, SEEDED)
+    for sentence in ("The kitchen lights are on.", "The door is locked."):
+        assert list(session.speak(sentence))
+    flow_lm_threads = {thread for thread in threads if thread.name == "flow-lm"}
+    assert len(flow_lm_threads) == 1
+    (flow_lm_thread,) = flow_lm_threads
+    assert flow_lm_thread.is_alive()  # kept for the next sentence
+    del session
+    gc.collect()
+    flow_lm_thread.join(timeout=10)
+    assert not flow_lm_thread.is_alive()
 
 
 class _Probe(torch.Tensor):
@@ -392,21 +411,6 @@ def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> N
     assert not any(hasattr(block, "adaLN_modulation") for block in exact.network.flow_lm.flow_net.res_blocks)
 
 
-@pytest.mark.parametrize("shape", [(1, 64), (30, 64), (2, 5, 64)])
-@pytest.mark.parametrize("with_bias", [True, False])
-@pytest.mark.parametrize("threads", [1, 2])  # one kernel per thread count
-def test_the_float32_linear_kernel_computes_a_linear(shape: tuple[int, ...], with_bias: bool, threads: int,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(shape, generator=generator)
-    weight, bias = torch.randn(48, 64, generator=generator), torch.randn(48, generator=generator)
-    expected = x @ weight.T + (bias if with_bias else 0)
-    assert torch.allclose(linear(x, weight, bias if with_bias else None), expected, atol=1e-4)
-    strided = x.transpose(0, -1).contiguous().transpose(0, -1)  # same values, other memory layout
-    assert torch.allclose(linear(strided, weight), x @ weight.T, atol=1e-4)
-
-
 def test_the_codec_elu_is_torch_elu() -> None:
     x = torch.cat([torch.linspace(-100, 100, 20001), torch.tensor([0.0, -0.0, 1e-30, -1e-30, float("inf"), float("-inf")])])
     ours, torchs = mimi_module.elu(x), F.elu(x)
@@ -422,6 +426,7 @@ def test_the_codec_elu_is_torch_elu() -> None:
 def test_a_streamed_convolution_is_torch_conv1d(in_ch: int, kernel: int, stride: int, dilation: int, batch: int) -> None:
     generator = torch.Generator().manual_seed(0)
     conv = mimi_module.StreamingConv1d(in_ch, 24, kernel, stride=stride, dilation=dilation)
+    mimi_module.lay_out_convolutions(conv)
     x = torch.randn(batch, 40, in_ch, generator=generator)  # time-major
     memory: mimi_module.ConvMemory = {}
     with torch.inference_mode():

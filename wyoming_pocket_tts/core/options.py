@@ -11,10 +11,7 @@ class GenerationOptions:
 
     temperature: float | None = None
     decode_steps: int = 1
-    noise_clamp: float | None = None
     eos_threshold: float | None = None
-    # Frames generated after the EOS head fires; None lets the text length decide, as upstream.
-    frames_after_eos: int | None = None
     # Seed of the request's own noise generator: the same seed gives the same audio.
     seed: int | None = None
     max_tokens_per_chunk: int = 50

@@ -14,14 +14,15 @@ from typing import Any
 import yaml
 
 from ..core.errors import ModelLoadError
+from .samplers import SAMPLERS
+from .tokenizer import TOKENIZERS
 
 
 @dataclass(frozen=True)
 class SamplerConfig:
     dim: int
     depth: int
-    # lsd: two time conditions; flow_matching: one (Euler steps); drifting / pointwise: none.
-    type: str = "lsd"
+    type: str = "lsd"  # a kind of `samplers.SAMPLERS`
 
 
 @dataclass(frozen=True)
@@ -163,10 +164,12 @@ _NESTED: dict[str, type] = {
 
 def parse_config(data: dict[str, Any]) -> ModelConfig:
     config: ModelConfig = _build(ModelConfig, data, "")
-    if config.flow_lm.flow.type not in ("lsd", "flow_matching", "drifting", "pointwise"):
-        raise ModelLoadError(f"unknown sampler type {config.flow_lm.flow.type!r} in flow_lm.flow.type")
-    if config.flow_lm.lookup_table.tokenizer not in ("tokenizers", "json", "sentencepiece"):
-        raise ModelLoadError(f"unknown tokenizer kind {config.flow_lm.lookup_table.tokenizer!r}")
+    if config.flow_lm.flow.type not in SAMPLERS:
+        raise ModelLoadError(f"unknown sampler type {config.flow_lm.flow.type!r} in flow_lm.flow.type "
+                             f"(known: {', '.join(SAMPLERS)})")
+    if config.flow_lm.lookup_table.tokenizer not in TOKENIZERS:
+        raise ModelLoadError(f"unknown tokenizer kind {config.flow_lm.lookup_table.tokenizer!r} "
+                             f"(known: {', '.join(TOKENIZERS)})")
     return config
 
 

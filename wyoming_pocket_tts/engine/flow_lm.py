@@ -11,8 +11,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import FlowLMConfig
-from .kernels import Linear, linear
+from .kernels import Linear
 from .layers import KVCache, Transformer
+from .samplers import SAMPLERS
 
 
 class TextEmbedding(nn.Module):
@@ -155,25 +156,6 @@ class SamplerHead(nn.Module):
         return cached
 
 
-_TIME_CONDITIONS = {"lsd": 2, "flow_matching": 1, "drifting": 0, "pointwise": 0}
-
-
-def sample_latent(head: SamplerHead, kind: str, condition: torch.Tensor, noise: torch.Tensor, steps: int) -> torch.Tensor:
-    """Turn noise into a latent with the sampler head, as the head was trained to."""
-    x = noise
-    if kind == "lsd":  # Lagrangian self-distillation: flow from s to t
-        for i in range(steps):
-            x = x + head(condition, [i / steps, (i + 1) / steps], x) / steps
-    elif kind == "flow_matching":  # Euler integration of the flow
-        for i in range(steps):
-            x = x + head(condition, [i / steps], x) / steps
-    elif kind == "drifting":  # the head maps noise to a sample in one step
-        x = head(condition, [], x)
-    else:  # pointwise: noise plus the head's output
-        x = x + head(condition, [], x)
-    return x
-
-
 @dataclass
 class StepOutput:
     latent: torch.Tensor  # [B, 1, latent_dim]
@@ -188,11 +170,11 @@ class FlowLM(nn.Module):
         super().__init__()
         tcfg = config.transformer
         d_model = tcfg.d_model
-        self.sampler_kind = config.flow.type
+        self.sampler = SAMPLERS[config.flow.type]
         self.latent_dim = latent_dim
         self.conditioner = TextEmbedding(config.lookup_table.n_bins, config.lookup_table.dim, config.lookup_table.rank)
         self.flow_net = SamplerHead(
-            latent_dim, config.flow.dim, config.z_dim or d_model, config.flow.depth, _TIME_CONDITIONS[self.sampler_kind]
+            latent_dim, config.flow.dim, config.z_dim or d_model, config.flow.depth, self.sampler.time_conditions
         )
         self.register_buffer("emb_std", torch.ones(latent_dim))
         self.register_buffer("emb_mean", torch.zeros(latent_dim))
@@ -219,7 +201,7 @@ class FlowLM(nn.Module):
 
     def voice_prompt(self, voice_latents: torch.Tensor) -> torch.Tensor:
         """The embeddings the FlowLM reads for a voice: [bos] + projected codec latents."""
-        prompt = linear(voice_latents, self.speaker_proj_weight)
+        prompt = F.linear(voice_latents, self.speaker_proj_weight)
         if self.insert_bos_before_voice:
             prompt = torch.cat([self.bos_before_voice.expand(prompt.shape[0], -1, -1), prompt], dim=1)
         return prompt
@@ -254,5 +236,5 @@ class FlowLM(nn.Module):
         if self.z_proj is not None:
             hidden = self.z_proj(hidden)
         eos_logit = float(self.out_eos(hidden))
-        latent = sample_latent(self.flow_net, self.sampler_kind, hidden, noise, decode_steps)
+        latent = self.sampler.sample(self.flow_net, hidden, noise, decode_steps)
         return StepOutput(latent[:, None, :], eos_logit)

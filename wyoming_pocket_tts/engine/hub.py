@@ -79,10 +79,9 @@ def _logging_retries(what: str) -> Iterator[_RetryLog]:
 
 @dataclass(frozen=True)
 class HubAccess:
-    """How to reach the Hugging Face hub: token (None = HF_TOKEN / login) and offline mode."""
+    """How to reach the Hugging Face hub: token (None = HF_TOKEN / login) and cache folder."""
 
     token: str | None = None
-    offline: bool = False
     cache_dir: Path | None = None
 
 
@@ -134,7 +133,6 @@ def resolve(path: str | Path, access: HubAccess, base_dir: Path | None = None) -
                     filename=hub_path.filename,
                     revision=hub_path.revision,
                     token=access.token,
-                    local_files_only=access.offline,
                     cache_dir=access.cache_dir,
                 )
             )

@@ -1,37 +1,31 @@
-"""The matrix product behind every float32 layer.
+"""The execution settings of every frame: inference mode without subclass overrides
+(`inference`), and PyTorch's own float32 linear (`Linear`).
 
-PyTorch's float32 `F.linear` calls MKL, whose products with few rows gain little from a
-second thread; oneDNN (also inside PyTorch) splits them better. Measured here:
+Every float32 product is `F.linear` (MKL), on any thread count. oneDNN's linear (an
+internal operator, `torch.ops.mkldnn._linear_pointwise`) splits few-row products better
+over two threads, but builds and caches a primitive per input shape: each new prompt
+length was a new set of cache entries, and a server's resident memory rose without bound
+with the variety of its texts (issues 18, 21: 430 -> 969 MB over 2,000 varied requests
+of the tiny model; with `F.linear`, flat). Bounding it by padding prompts to a few row
+counts still grew (308 -> 335 MB over 400 requests, tiny model, rows padded to multiples
+of 8) and paid for the padding; oneDNN on one-row products alone (a fixed shape) stayed
+flat but saves about 1 ms of a first frame (the few one-row products of the first step,
+16.7-17.3 vs 14.0-14.3 GB/s on two threads). So no kernel is chosen at all: none depends
+on the calling thread's settings, and no kernel keeps state per shape.
 
-* two threads (a request's first step, which has both cores): a 30-row prompt product ran
-  at 64 (MKL) vs 105 GFLOP/s (oneDNN), and a one-row product, streaming its weights from
-  memory, at 14.0-14.3 vs 16.7-17.3 GB/s;
-* one thread (every later step, beside the decoder; the decoder itself): MKL is the
-  faster, 14.7-15.5 vs 12.8-14.0 GB/s for a one-row product, and 43-66 vs 39-60 GFLOP/s
-  for the decoder transformer's products of 16-64 rows (faster in 11 of 12 shapes).
-
-So `linear` takes MKL on one thread and oneDNN on more. oneDNN's entry point is an
-internal operator, so it is checked once against `F.linear`, which stays the fallback
-wherever it is missing.
-
-Every frame runs inside `inference()` (see there).
+The price is the first step's prompt products on two threads: a first FlowLM step of the
+English architecture with a 30-token prompt took 1.78x (fastest of 25) / 1.17x (median)
+the oneDNN time, measured side by side on a heavily loaded 2-core VM; later steps and
+the decoder run on one thread, where F.linear was already the kernel.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import logging
 from collections.abc import Callable, Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-
-logger = logging.getLogger(__name__)
-
-LinearKernel = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
-
 
 # Present in every PyTorch we support; looked up defensively all the same, since it lives in torch._C.
 _SKIP_SUBCLASS_OVERRIDES: Callable[[], contextlib.AbstractContextManager[None]] = getattr(
@@ -55,33 +49,8 @@ def inference() -> Iterator[None]:
         yield
 
 
-def _onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
-
-
-@functools.cache
-def linear_kernel() -> LinearKernel:
-    """oneDNN's float32 linear when this build has it and it agrees with F.linear."""
-    try:
-        generator = torch.Generator().manual_seed(0)
-        x, weight, bias = (torch.randn(shape, generator=generator) for shape in ((3, 5, 64), (48, 64), (48,)))
-        if torch.allclose(_onednn_linear(x, weight, bias), F.linear(x, weight, bias), atol=1e-4):
-            return _onednn_linear
-        logger.warning("oneDNN's linear disagrees with F.linear here: using F.linear")
-    except (AttributeError, RuntimeError) as err:
-        logger.info("oneDNN's linear is unavailable (%s): using F.linear", err)
-    return F.linear
-
-
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x @ weight.T + bias, float32, for x [..., in] and a contiguous weight [out, in],
-    by the faster kernel for the calling thread's thread count."""
-    kernel = F.linear if torch.get_num_threads() == 1 else linear_kernel()
-    return kernel(x, weight, bias)
-
-
 class Linear(nn.Linear):
-    """nn.Linear (same parameters, same state dict) computed by `linear`."""
+    """nn.Linear (same parameters, same state dict) that can be made around given tensors."""
 
     @classmethod
     def around(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> Linear:
@@ -92,6 +61,3 @@ class Linear(nn.Linear):
         if bias is not None:
             module.bias = nn.Parameter(bias, requires_grad=False)
         return module
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.bias)

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from .allocator import return_large_buffers_to_the_system
 from .catalog import catalog, language_of
 from .config import ModelConfig, parse_config, read_config_file
 from .demo import DEMO_LANGUAGES, DEMO_NAME, DEMO_VOICE, demo_config, demo_voice_audio, make_tokenizer_json
@@ -33,17 +34,18 @@ def load_model(
     hf_token: str | None = None,
     quantize: bool = False,
     threads: int | None = None,
-    offline: bool = False,
     cache_dir: Path | None = None,
 ) -> TTSModel:
     """Load a catalog model, the built-in demo model, or an upstream-format YAML config.
 
     Weights come from `weights_path` (the gated cloning release) when the token grants
-    access, otherwise from `weights_path_without_voice_cloning`.
+    access, otherwise from `weights_path_without_voice_cloning`. Loading also fixes the
+    process's malloc threshold (see `allocator`), so serving keeps a flat memory.
     """
+    return_large_buffers_to_the_system()
     if threads is not None:
         torch.set_num_threads(threads)
-    hub = HubAccess(token=hf_token, offline=offline, cache_dir=cache_dir)
+    hub = HubAccess(token=hf_token, cache_dir=cache_dir)
     started = time.monotonic()
     if name_or_path == DEMO_NAME:
         model = build_demo_model()

@@ -27,7 +27,7 @@ ENCODER_CHUNK_FRAMES = 4
 MIN_CHANNELS_PER_TAP = 16
 
 
-def _relay_as_matrix(conv: nn.Module, to_matrix: Callable[[torch.Tensor], torch.Tensor],
+def _lay_out_as_matrix(conv: nn.Module, to_matrix: Callable[[torch.Tensor], torch.Tensor],
                      to_weight: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
     """Lay a conv's frozen weight out in memory as the contiguous matrix its product reads
     (`to_matrix`), and make the weight a view of that matrix (`to_weight`): held once."""
@@ -35,6 +35,25 @@ def _relay_as_matrix(conv: nn.Module, to_matrix: Callable[[torch.Tensor], torch.
         matrix = to_matrix(conv.weight.detach()).contiguous()
     conv.weight = nn.Parameter(to_weight(matrix), requires_grad=False)
     return matrix
+
+
+def _laid_out(matrix: torch.Tensor | None) -> torch.Tensor:
+    if matrix is None:
+        raise RuntimeError("lay_out_convolutions() must run once the weights are loaded")
+    return matrix
+
+
+def lay_out_convolutions(module: nn.Module) -> None:
+    """Lay out every loaded streaming convolution's weight as the matrix its product
+    reads, once, when the weights are loaded: never on a first forward pass, from
+    whichever request's thread gets there, in a model that requests share. Weights still
+    on the meta device (the encoder's until a voice is first encoded) are left for later;
+    laying out a convolution again is a no-op, its weight already being a view of it."""
+    for conv in module.modules():
+        if isinstance(conv, (StreamingConv1d, StreamingConvTranspose1d)):
+            weight = conv.conv.weight if isinstance(conv, StreamingConv1d) else conv.convtr.weight
+            if not weight.is_meta:
+                conv.lay_out()
 
 
 class StreamingConv1d(nn.Module):
@@ -94,16 +113,18 @@ class StreamingConv1d(nn.Module):
             rows.addmm_(shifted, matrix[:, tap * in_ch : (tap + 1) * in_ch].t())
         return y
 
+    def lay_out(self) -> None:
+        """Hold the loaded weight [out, in, k] as the matrix [out, k * in], tap-major like
+        the windows (see `lay_out_convolutions`)."""
+        out_ch, in_ch, kernel = self.conv.weight.shape
+        self._weight_matrix = _lay_out_as_matrix(
+            self.conv,
+            lambda weight: weight.permute(0, 2, 1).reshape(out_ch, -1),
+            lambda matrix: matrix.view(out_ch, kernel, in_ch).permute(0, 2, 1),
+        )
+
     def _matrix(self) -> torch.Tensor:
-        """The weight [out, in, k] as the matrix [out, k * in], tap-major like the windows."""
-        if self._weight_matrix is None:
-            out_ch, in_ch, kernel = self.conv.weight.shape
-            self._weight_matrix = _relay_as_matrix(
-                self.conv,
-                lambda weight: weight.permute(0, 2, 1).reshape(out_ch, -1),
-                lambda matrix: matrix.view(out_ch, kernel, in_ch).permute(0, 2, 1),
-            )
-        return self._weight_matrix
+        return _laid_out(self._weight_matrix)
 
 
 class StreamingConvTranspose1d(nn.Module):
@@ -154,16 +175,18 @@ class StreamingConvTranspose1d(nn.Module):
             return None
         return F.linear(x, self._matrix()).view(b, steps, -1, 2, self.stride)
 
+    def lay_out(self) -> None:
+        """Hold the loaded weight [in, out, kernel] as the matrix [out * kernel, in]: rows
+        (channel, tap) (see `lay_out_convolutions`)."""
+        in_ch, out_ch, kernel = self.convtr.weight.shape
+        self._weight_matrix = _lay_out_as_matrix(
+            self.convtr,
+            lambda weight: weight.reshape(in_ch, -1).t(),
+            lambda matrix: matrix.t().view(in_ch, out_ch, kernel),
+        )
+
     def _matrix(self) -> torch.Tensor:
-        """The weight [in, out, kernel] as the matrix [out * kernel, in]: rows (channel, tap)."""
-        if self._weight_matrix is None:
-            in_ch, out_ch, kernel = self.convtr.weight.shape
-            self._weight_matrix = _relay_as_matrix(
-                self.convtr,
-                lambda weight: weight.reshape(in_ch, -1).t(),
-                lambda matrix: matrix.t().view(in_ch, out_ch, kernel),
-            )
-        return self._weight_matrix
+        return _laid_out(self._weight_matrix)
 
     def _forward_generic(self, x: torch.Tensor, memory: ConvMemory) -> torch.Tensor:
         y = self.convtr(x.transpose(1, 2))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import queue
 import secrets
 import threading
 from collections.abc import Iterator
@@ -24,8 +23,10 @@ from .config import ModelConfig
 from ..core.errors import ModelLoadError, TextError, VoiceError
 from .hub import HubAccess, resolve
 from .kernels import inference
+from .mimi import lay_out_convolutions
 from .network import PocketNetwork, load_encoder
 from ..core.options import GenerationOptions
+from .pipeline import FlowLMThread, chunk_audio
 from .text import TextRules, prepare, split_into_chunks
 from .tokenizer import Tokenizer
 from .voice import VoiceState, load_voice_state, save_voice_state
@@ -38,8 +39,6 @@ EXTRA_SECONDS = 2.0
 # Before speech starts, the EOS logit of some voices crosses the threshold: ignore it.
 MIN_FRAMES_BEFORE_EOS = 6
 FADE_IN_SECONDS = 0.005
-# Frames per decoder call after a chunk's first frame, which is decoded alone (see _decoder_groups).
-DECODER_GROUPS = (1, 1, 2, 2, 4)
 MAX_TEXT_CHARS = 20_000
 
 
@@ -60,7 +59,9 @@ class TTSModel:
         # Cores a request may use while only one of its two threads (FlowLM, decoder) works.
         self.threads = max(1, torch.get_num_threads())
         self.network = network.eval().requires_grad_(False)
+        # Everything derived from the weights is made here, before any request can see them.
         network.flow_lm.flow_net.fuse_modulations()
+        lay_out_convolutions(network.mimi)
         self.tokenizer = tokenizer
         self.config = config
         self.info = info
@@ -135,6 +136,7 @@ class TTSModel:
                 load_encoder(self.network, self._encoder_file)
             except ModelLoadError as err:
                 raise VoiceError(f"the voice encoder cannot be loaded: {err}") from None
+            lay_out_convolutions(self.network.mimi)
             self._encoder_file = None
 
     def voice_from_recording(self, path: str | Path) -> VoiceState:
@@ -207,6 +209,7 @@ class SpeechSession:
         seed = options.seed if options.seed is not None else secrets.randbits(63)
         self.generator = torch.Generator().manual_seed(seed)
         self.decoder = model.network.mimi.new_decoder_state()
+        self._flow_lm = FlowLMThread(owner=self)
 
     def speak(self, text: str) -> Iterator[np.ndarray]:
         chunks = self.model.chunk_text(text, self.options.max_tokens_per_chunk)
@@ -221,51 +224,20 @@ class SpeechSession:
             yield from self._speak_chunk(chunk)
 
     def _frames_after_eos(self, guess: int) -> int:
-        if self.options.frames_after_eos is not None:
-            return self.options.frames_after_eos
         recommended = self.model.config.model_recommended_frames_after_eos
         return recommended if recommended is not None else guess + 2
 
     def _noise(self, latent_dim: int) -> torch.Tensor:
         noise = torch.zeros(1, latent_dim)
         if self.temperature > 0:
-            std = self.temperature**0.5
-            clamp = self.options.noise_clamp
-            if clamp is None:
-                noise.normal_(0.0, std, generator=self.generator)
-            else:
-                torch.nn.init.trunc_normal_(noise, 0.0, std, -clamp, clamp, generator=self.generator)
+            noise.normal_(0.0, self.temperature**0.5, generator=self.generator)
         return noise
 
     def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
-        plan = self._plan(chunk)
         stop = threading.Event()
-        latents = self._latents(plan, stop)
-        # The first frame is made in this thread with every core, its step and then its
-        # decoding, for the earliest audio. Only then does the FlowLM move to a thread
-        # of its own, a frame ahead of the decoder, one core each: on two cores the two
-        # halves overlap. Keeping every multi-threaded product in this thread (a
-        # long-lived one in the server) means one team of worker threads, kept warm,
-        # rather than a fresh team per chunk that a new FlowLM thread would start
-        # (measured: 5-13 ms more for the first step) and that idles beside the decoder.
-        torch.set_num_threads(self.model.threads)
-        first = next(latents, None)
-        if first is None:
-            return
-        first_audio = self._decode_group(first)
-        torch.set_num_threads(1)
-        handoff: queue.Queue[torch.Tensor | BaseException | None] = queue.Queue()
-        producer = threading.Thread(target=_produce, args=(latents, handoff), name="flow-lm", daemon=True)
-        producer.start()
-        try:
-            yield from self._frames(first_audio)
-            for group in _decoder_groups(_drain(handoff), DECODER_GROUPS):
-                if self.cancel.is_set():
-                    continue  # the latents stop within a frame
-                yield from self._frames(self._decode_group(group))
-        finally:
-            stop.set()
-            producer.join()
+        latents = self._latents(self._plan(chunk), stop)
+        for audio in chunk_audio(latents, stop, self._decode_group, self._flow_lm, self.model.threads, self.cancel):
+            yield from self._frames(audio)
 
     def _plan(self, chunk: str) -> ChunkPlan:
         prepared = prepare(chunk, self.model.text_rules)
@@ -315,43 +287,6 @@ class SpeechSession:
             if self.cancel.is_set():
                 return  # frames of a group already decoded are dropped too
             yield frame
-
-
-def _produce(latents: Iterator[torch.Tensor], handoff: queue.Queue) -> None:
-    """FlowLM thread: the rest of the chunk's latents onto `handoff`, then None."""
-    torch.set_num_threads(1)  # the decoder has the other core
-    try:
-        for latent in latents:
-            handoff.put(latent)
-    except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which re-raises
-        handoff.put(err)
-    handoff.put(None)
-
-
-def _decoder_groups(latents: Iterator[torch.Tensor], sizes: tuple[int, ...]) -> Iterator[torch.Tensor]:
-    """Latents grouped as `sizes` says (its last size repeating): one at a time at
-    first, for the earliest audio; then in pairs and fours (DECODER_GROUPS), which the
-    decoder runs with a quarter of the per-frame overhead (and so takes the interpreter
-    lock from the FlowLM thread less often), once 240 ms of audio are out to cover the
-    wait. The grouping is fixed, never "whatever is waiting": a seeded request's audio
-    (whose rounding depends on it) must not depend on timing."""
-    remaining = iter(sizes)
-    size = next(remaining)
-    group: list[torch.Tensor] = []
-    for latent in latents:
-        group.append(latent)
-        if len(group) == size:
-            yield torch.cat(group, dim=1)
-            group, size = [], next(remaining, size)
-    if group:
-        yield torch.cat(group, dim=1)
-
-
-def _drain(handoff: queue.Queue) -> Iterator[torch.Tensor]:
-    while (item := handoff.get()) is not None:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
 
 
 @dataclass(frozen=True)

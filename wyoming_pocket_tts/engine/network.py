@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -16,6 +11,7 @@ from .config import ModelConfig
 from ..core.errors import ModelLoadError
 from .flow_lm import FlowLM
 from .mimi import Mimi
+from .safetensors_reader import read_safetensors, safetensors_shapes
 
 # Weights only the voice-cloning release carries: without them a voice cannot be encoded.
 CLONING_PREFIXES = ("mimi.encoder.", "mimi.encoder_transformer.", "mimi.downsample.", "flow_lm.speaker_proj_weight")
@@ -80,64 +76,6 @@ def _assign(network: PocketNetwork, weights: dict[str, torch.Tensor], expected_k
     with torch.inference_mode(False):
         network.load_state_dict(weights, strict=False, assign=True)
         network.requires_grad_(False)
-
-
-_DTYPES = {
-    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-    "BOOL": torch.bool,
-}  # fmt: skip
-
-
-def read_safetensors(path: Path, select: Callable[[str], bool] = lambda key: True,
-                     mapped: frozenset[str] = frozenset()) -> dict[str, torch.Tensor]:
-    """Read the selected tensors of a safetensors file with plain reads into freshly
-    allocated tensors, except those named in `mapped`, which are copy-on-write views of a
-    memory map of the file.
-
-    Weights that every frame reads are not mapped: they would count once as file pages
-    and again as the copy the first in-place operation makes, and a matrix-vector
-    product streams faster from ordinary memory than from a file mapping. A lookup table
-    is the opposite case: only the rows looked up are ever read.
-    """
-    tensors = {}
-    with open(path, "rb") as file:
-        header, data_start = _read_header(file)
-        for name, entry in header.items():
-            if not select(name):
-                continue
-            start, end = entry["data_offsets"]
-            dtype, shape = _DTYPES[entry["dtype"]], entry["shape"]
-            nbytes = math.prod(shape) * dtype.itemsize
-            if nbytes != end - start:
-                raise ValueError(f"{name}: {end - start} bytes for shape {shape}")
-            if name in mapped and nbytes:
-                raw = np.memmap(file, dtype=np.uint8, mode="c", offset=data_start + start, shape=(nbytes,))
-                tensors[name] = torch.from_numpy(raw).view(dtype).view(shape)
-                continue
-            tensor = torch.empty(shape, dtype=dtype)
-            file.seek(data_start + start)
-            if nbytes and file.readinto(memoryview(tensor.view(-1).view(torch.uint8).numpy())) != nbytes:
-                raise ValueError(f"{name}: file truncated")
-            tensors[name] = tensor
-    return tensors
-
-
-def safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """The shape of every tensor in a safetensors file, from its header alone."""
-    with open(path, "rb") as file:
-        header, _ = _read_header(file)
-    return {name: tuple(entry["shape"]) for name, entry in header.items()}
-
-
-def _read_header(file: BinaryIO) -> tuple[dict[str, Any], int]:
-    """The header's tensor entries (metadata left out) and where the data starts."""
-    header_size = int.from_bytes(file.read(8), "little")
-    if not 0 < header_size < 100_000_000:
-        raise ValueError("not a safetensors file")
-    header = json.loads(file.read(header_size))
-    header.pop("__metadata__", None)
-    return header, 8 + header_size
 
 
 def random_weights(network: PocketNetwork, seed: int = 0) -> None:

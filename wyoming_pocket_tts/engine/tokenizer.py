@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -44,13 +45,18 @@ class SentencePieceTokenizer:
         return self._processor.decode(ids)
 
 
+# The config's tokenizer kinds: a new kind is one entry here (the config check reads it too).
+TOKENIZERS: dict[str, Callable[[Path], Tokenizer]] = {
+    "tokenizers": JsonTokenizer,
+    "json": JsonTokenizer,
+    "sentencepiece": SentencePieceTokenizer,
+}
+
+
 def load_tokenizer(path: Path, kind: str, n_bins: int) -> Tokenizer:
     """Load by the config's kind; a `.json` file is always a `tokenizers` file."""
     try:
-        if kind in ("tokenizers", "json") or path.suffix == ".json":
-            tokenizer: Tokenizer = JsonTokenizer(path)
-        else:
-            tokenizer = SentencePieceTokenizer(path)
+        tokenizer = TOKENIZERS["json" if path.suffix == ".json" else kind](path)
     except Exception as err:  # noqa: BLE001 -- both libraries raise bare RuntimeError/Exception
         raise ModelLoadError(f"could not read tokenizer {path}: {err}") from None
     if tokenizer.vocab_size != n_bins:
