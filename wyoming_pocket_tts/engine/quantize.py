@@ -2,10 +2,12 @@
 
 Weights are stored as int8 with one scale per output channel and multiplied by the
 quantized engine's dynamic kernel (FBGEMM on x86, QNNPACK on ARM), which quantizes the
-activations per call. Each `Int8Linear` packs its weights for the engine of the machine it
-runs on (`engine_for`), whatever torch's global engine is, and leaves that global alone: the
-packed weights carry their engine, so the product runs on it later too. On this kind of CPU it beats both float32 and the int8
-weight-only kernel (`_weight_int8pack_mm`) several times over for batch-1 products.
+activations per call. On this kind of CPU it beats both float32 and the int8 weight-only
+kernel (`_weight_int8pack_mm`) several times over for batch-1 products.
+
+Each `Int8Linear` packs its weights for the engine of the machine it runs on
+(`engine_for`), whatever torch's global engine is, and leaves that global alone: the packed
+weights carry their engine, so every later product runs on it too.
 
 Applied to the attention (in_proj, out_proj) and feed-forward (linear1, linear2) layers
 of the FlowLM transformer (~85% of the weights read per frame) and of the Mimi decoder's
