@@ -11,8 +11,10 @@ FROM ${BUILD_FROM}
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
-# The same script as the README and CI; here torch comes from PyTorch's CPU index.
-ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# The same script as the README and CI, which takes torch's CPU build by itself (from
+# PyTorch's CPU index on amd64 and aarch64). Set this build argument only to take torch
+# from another index (a mirror), as script/setup describes.
+ARG TORCH_INDEX_URL=
 
 ENV LANG=C.UTF-8 \
     DEBIAN_FRONTEND=noninteractive \

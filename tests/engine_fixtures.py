@@ -16,7 +16,8 @@ from safetensors.torch import save_file
 
 from wyoming_pocket_tts.engine.catalog import catalog
 from wyoming_pocket_tts.engine.config import parse_config
-from wyoming_pocket_tts.engine.demo import demo_voice_audio, make_sentencepiece_model, make_tokenizer_json
+from tokenizer_fixtures import make_sentencepiece_model
+from wyoming_pocket_tts.engine.demo import demo_voice_audio, make_tokenizer_json
 from wyoming_pocket_tts.engine.network import PocketNetwork, random_weights
 
 SENTENCEPIECE_VOCAB = 256

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import platform
 import re
 import signal
 import socket
@@ -833,7 +834,9 @@ def test_dockerfile_installs_with_script_setup_and_cpu_torch() -> None:
     instructions = dockerfile_instructions()
     runs = [rest for keyword, rest in instructions if keyword == "RUN"]
     assert any(re.search(r"(?:^|[\s;&|])(?:\./)?script/setup(?:\s|$)", rest) for rest in runs)
-    assert ("ARG", "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu") in instructions
+    # script/setup finds the CPU build by itself; the build argument is only an override
+    assert ("ARG", "TORCH_INDEX_URL=") in instructions
+    assert 'CPU_INDEX_URL="https://download.pytorch.org/whl/cpu"' in (ROOT / "script" / "setup").read_text()
     assert not any("pip install" in rest for rest in runs), "install steps belong in script/setup"
     assert any("venv" in rest for rest in runs)
 
@@ -881,38 +884,78 @@ def test_dockerignore_sends_what_the_build_needs_and_nothing_else() -> None:
         assert dockerignored(unwanted, patterns), unwanted
 
 
-def run_setup(tmp_path: Path, env: dict[str, str], fail: bool = False) -> tuple[int, list[str]]:
-    """Run script/setup with a stand-in interpreter that records how pip was called."""
+def run_setup(tmp_path: Path, env: dict[str, str], fail: str = "") -> tuple[int, list[str]]:
+    """Run script/setup with a stand-in interpreter that records how it was called and
+    fails the calls whose arguments match the shell pattern `fail`. Its inline scripts
+    show as "-": "- URL SECONDS" asks the CPU index, "- REPORT" reads pip's dry run
+    (CPU or CUDA build), a lone "-" prints what was installed."""
     log = tmp_path / "calls.log"
     fake = tmp_path / "fake-python"
-    fake.write_text(f'#!/bin/sh\necho "$(pwd) $*" >> "{log}"\n' + ("exit 1\n" if fail else ""))
+    failing = f'case "$*" in {fail}) exit 1;; esac\n' if fail else ""
+    fake.write_text(f'#!/bin/sh\necho "$(pwd) $*" >> "{log}"\n{failing}')
     fake.chmod(0o755)
     clean = {key: value for key, value in os.environ.items() if key not in ("TORCH_INDEX_URL", "EXTRAS")}
     result = subprocess.run(
         [str(ROOT / "script" / "setup")], check=False, cwd=tmp_path, env={**clean, "PYTHON": str(fake), **env},
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
-    return result.returncode, log.read_text().splitlines() if log.exists() else []
+    calls = log.read_text().splitlines() if log.exists() else []
+    # the dry run's report is a temporary file: its name varies
+    return result.returncode, [re.sub(r"--report \S+", "--report REPORT", re.sub(r" - /\S+$", " - REPORT", call))
+                               for call in calls]
 
 
-def test_setup_plain(tmp_path: Path) -> None:
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+PROBE = f"{ROOT} - {CPU_INDEX}/torch/ 10"
+DRY_RUN = f"{ROOT} -m pip install --quiet --dry-run --ignore-installed --report REPORT torch==2.13.0"
+# On Linux x86_64 and aarch64 (PyPI's torch is the CUDA build there) the script looks for the CPU build.
+LOOKS_FOR_CPU = platform.system() == "Linux" and platform.machine() in ("x86_64", "aarch64")
+
+
+def test_setup_plain_takes_the_cpu_index_when_it_answers(tmp_path: Path) -> None:
     assert os.access(ROOT / "script" / "setup", os.X_OK)
     code, calls = run_setup(tmp_path, {})
     assert code == 0
-    assert calls == [f"{ROOT} -m pip install torch==2.13.0", f"{ROOT} -m pip install ."]
+    if LOOKS_FOR_CPU:
+        assert calls == [PROBE, f"{ROOT} -m pip install torch==2.13.0 --index-url {CPU_INDEX}", f"{ROOT} -",
+                         f"{ROOT} -m pip install ."]  # fmt: skip
+    else:
+        assert calls == [f"{ROOT} -m pip install torch==2.13.0", f"{ROOT} -", f"{ROOT} -m pip install ."]
+
+
+@pytest.mark.skipif(not LOOKS_FOR_CPU, reason="elsewhere PyPI's torch is CPU-only and the script asks nothing")
+def test_setup_without_the_cpu_index_takes_a_cpu_build_that_pip_offers(tmp_path: Path) -> None:
+    code, calls = run_setup(tmp_path, {}, fail="'- https://'*")
+    assert code == 0
+    assert calls == [PROBE, DRY_RUN, f"{ROOT} - REPORT", f"{ROOT} -m pip install torch==2.13.0", f"{ROOT} -",
+                     f"{ROOT} -m pip install ."]  # fmt: skip
+
+
+@pytest.mark.skipif(not LOOKS_FOR_CPU, reason="elsewhere PyPI's torch is CPU-only and the script asks nothing")
+def test_setup_stops_rather_than_install_the_cuda_build(tmp_path: Path) -> None:
+    code, calls = run_setup(tmp_path, {}, fail="'- https://'* | '- /'*")
+    assert code != 0
+    assert calls == [PROBE, DRY_RUN, f"{ROOT} - REPORT"]
 
 
 def test_setup_cpu_index_and_extras(tmp_path: Path) -> None:
-    code, calls = run_setup(tmp_path, {"TORCH_INDEX_URL": "https://download.pytorch.org/whl/cpu", "EXTRAS": "test"})
+    code, calls = run_setup(tmp_path, {"TORCH_INDEX_URL": "https://mirror.example/whl/cpu", "EXTRAS": "test"})
     assert code == 0
     assert calls == [
-        f"{ROOT} -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu",
+        f"{ROOT} -m pip install torch==2.13.0 --index-url https://mirror.example/whl/cpu",
+        f"{ROOT} -",
         f"{ROOT} -m pip install .[test]",
     ]
 
 
+def test_setup_default_index_is_pips_own_unchecked(tmp_path: Path) -> None:
+    code, calls = run_setup(tmp_path, {"TORCH_INDEX_URL": "default"})
+    assert code == 0
+    assert calls == [f"{ROOT} -m pip install torch==2.13.0", f"{ROOT} -", f"{ROOT} -m pip install ."]
+
+
 def test_setup_stops_at_the_first_failure(tmp_path: Path) -> None:
-    code, calls = run_setup(tmp_path, {}, fail=True)
+    code, calls = run_setup(tmp_path, {"TORCH_INDEX_URL": "default"}, fail="*")
     assert code != 0
     assert len(calls) == 1
 

@@ -8,9 +8,9 @@ or clause marks, and single "words" longer than a chunk.
 from __future__ import annotations
 
 import pytest
+from tokenizer_fixtures import make_sentencepiece_model
 
 from wyoming_pocket_tts.engine import TTSModel
-from wyoming_pocket_tts.engine.demo import make_sentencepiece_model
 from wyoming_pocket_tts.engine.text import TextRules, split_into_chunks
 from wyoming_pocket_tts.engine.tokenizer import SentencePieceTokenizer, Tokenizer
 

@@ -1,7 +1,8 @@
 """Small local stand-ins for the released files: a tokenizer and a tiny model config.
 
 They let a newcomer without network check the whole pipeline (`--model demo`), and let
-tests and benchmarks build random-weight models of any released architecture offline.
+tests and benchmarks build random-weight models of any released architecture offline
+(the SentencePiece trainer that only tests need lives in tests/tokenizer_fixtures.py).
 """
 
 from __future__ import annotations
@@ -40,31 +41,6 @@ def make_tokenizer_json(path: Path, vocab_size: int) -> Path:
     tokenizer.decoder = decoders.Metaspace()
     path.parent.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(path))
-    return path
-
-
-def make_sentencepiece_model(path: Path, vocab_size: int = 256) -> Path:
-    """Train a tiny SentencePiece model on generated text; its size is `vocab_size`."""
-    import io
-
-    import sentencepiece
-
-    import random
-
-    # Pseudo-words from random syllables give the trainer enough distinct pieces.
-    rng = random.Random(0)
-    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
-    words = ["".join(rng.choices(syllables, k=rng.randint(1, 3))) for _ in range(600)]
-    lines = [" ".join(rng.choices(words, k=8)).capitalize() + rng.choice([".", "!", "?", ", 3.5."])
-             for _ in range(2000)]  # fmt: skip
-    model = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
-        character_coverage=1.0, model_type="unigram", minloglevel=2,
-        user_defined_symbols=list(".,!?;:"),
-    )  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(model.getvalue())
     return path
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -78,19 +80,43 @@ def _assign(network: PocketNetwork, weights: dict[str, torch.Tensor], expected_k
         network.requires_grad_(False)
 
 
+# Four 16-bit uniform integers summed (Irwin-Hall): bell-shaped, within 3.5 standard
+# deviations, and exact integer arithmetic on any CPU.
+_FIELD = 0xFFFF
+_FIELD_SUM_MEAN = 2 * _FIELD
+_FIELD_SUM_STD = math.sqrt(4 * ((_FIELD + 1) ** 2 - 1) / 12)
+
+
+def portable_normal(shape: tuple[int, ...], bits: np.random.BitGenerator) -> torch.Tensor:
+    """Near-normal float32 noise (mean 0, standard deviation 1) that is bit-identical on
+    every platform, unlike `torch.randn`, whose CPU kernels give other values on aarch64
+    than on x86_64.
+
+    Written here rather than taken from numpy's `standard_normal`: that one goes through
+    `exp`/`log` from the C library for its tail, which need not round alike everywhere.
+    Here only the bit generator's stream (specified exactly), integer sums and one
+    correctly rounded float32 multiplication are involved.
+    """
+    raw = torch.from_numpy(bits.random_raw(math.prod(shape)).view(np.int64))
+    fields = (raw & _FIELD) + ((raw >> 16) & _FIELD) + ((raw >> 32) & _FIELD) + ((raw >> 48) & _FIELD)
+    # the centred sum (at most 2^18 in size) is exact in float32
+    return ((fields - _FIELD_SUM_MEAN).to(torch.float32) * (1.0 / _FIELD_SUM_STD)).reshape(shape)
+
+
 def random_weights(network: PocketNetwork, seed: int = 0) -> None:
-    """Deterministic random weights (for the demo model, tests and benchmarks).
+    """Deterministic random weights (for the demo model, tests and benchmarks), the same
+    on every platform (`portable_normal`).
 
     PyTorch's default initialisation keeps activations in range; the few parameters it
     does not cover get small values so the random model stays numerically tame.
     """
-    generator = torch.Generator().manual_seed(seed)
+    bits = np.random.PCG64(seed)
     with torch.no_grad():
         for name, param in network.named_parameters():
             if param.dim() >= 2:
                 fan_in = param[0].numel()
-                param.copy_(torch.randn(param.shape, generator=generator) / fan_in**0.5)
+                param.copy_(portable_normal(tuple(param.shape), bits) / math.sqrt(fan_in))
             elif name.endswith(("scale", "alpha")) or ".norm" in name or "in_ln.weight" in name or "out_norm.weight" in name:
                 continue
             else:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.02)
+                param.copy_(portable_normal(tuple(param.shape), bits) * 0.02)

@@ -2,8 +2,12 @@
 
 Weights are stored as int8 with one scale per output channel and multiplied by the
 quantized engine's dynamic kernel (FBGEMM on x86, QNNPACK on ARM), which quantizes the
-activations per call. On this kind of CPU it beats both float32 and the int8
-weight-only kernel (`_weight_int8pack_mm`) several times over for batch-1 products.
+activations per call. On this kind of CPU it beats both float32 and the int8 weight-only
+kernel (`_weight_int8pack_mm`) several times over for batch-1 products.
+
+Each `Int8Linear` packs its weights for the engine of the machine it runs on
+(`engine_for`), whatever torch's global engine is, and leaves that global alone: the packed
+weights carry their engine, so every later product runs on it too.
 
 Applied to the attention (in_proj, out_proj) and feed-forward (linear1, linear2) layers
 of the FlowLM transformer (~85% of the weights read per frame) and of the Mimi decoder's
@@ -18,6 +22,9 @@ from __future__ import annotations
 
 import platform
 import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -34,15 +41,52 @@ _OVERLOAD = torch.ops.quantized.linear_dynamic.default
 _LINEAR_DYNAMIC = getattr(_OVERLOAD, "_op", _OVERLOAD)
 
 
-def _select_engine() -> None:
-    wanted = "qnnpack" if platform.machine().lower() in ("arm64", "aarch64") else "fbgemm"
-    if wanted in torch.backends.quantized.supported_engines:
-        torch.backends.quantized.engine = wanted
+@dataclass(frozen=True)
+class QuantizedEngine:
+    """A quantized engine and how its dynamic kernel must quantize the activations."""
+
+    name: str
+    # FBGEMM's x86 kernels add pairs of uint8 x int8 products in int16 with saturation
+    # (vpmaddubsw): 2 x 255 x 127 overflows, 2 x 127 x 127 does not, so activations keep 7
+    # bits (torch's own default qconfig for fbgemm/x86 does the same). QNNPACK widens to
+    # int32 before adding, takes all 8 bits, and warns on every call asked for 7.
+    reduce_range: bool
+
+
+FBGEMM = QuantizedEngine("fbgemm", reduce_range=True)
+QNNPACK = QuantizedEngine("qnnpack", reduce_range=False)
+# Preference per machine, best first; the first one this torch build supports is used.
+_PREFERENCE = {
+    "x86_64": (FBGEMM, QNNPACK), "amd64": (FBGEMM, QNNPACK), "i686": (FBGEMM, QNNPACK),
+    "aarch64": (QNNPACK,), "arm64": (QNNPACK,), "armv7l": (QNNPACK,),
+}  # fmt: skip
+
+
+def engine_for(machine: str, supported: Sequence[str]) -> QuantizedEngine:
+    """The quantized engine for `machine` (`platform.machine()`) among the `supported` ones
+    (`torch.backends.quantized.supported_engines`). torch's default engine is not it: on
+    aarch64 that default is "x86", whose packing raises "unknown architecure" there."""
+    for engine in _PREFERENCE.get(machine.lower(), (FBGEMM, QNNPACK)):
+        if engine.name in supported:
+            return engine
+    raise RuntimeError(f"no int8 engine for {machine} in this torch build (it has {list(supported)}); run without --quantize")
+
+
+@contextmanager
+def _packing_with(engine: QuantizedEngine) -> Iterator[None]:
+    """Select `engine` while weights are packed, then restore torch's global choice."""
+    previous = torch.backends.quantized.engine
+    torch.backends.quantized.engine = engine.name
+    try:
+        yield
+    finally:
+        torch.backends.quantized.engine = previous
 
 
 class Int8Linear(nn.Module):
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear, engine: QuantizedEngine | None = None) -> None:
         super().__init__()
+        self.engine = engine or engine_for(platform.machine(), torch.backends.quantized.supported_engines)
         weight = linear.weight.detach().float()
         scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=1e-12).double()
         with warnings.catch_warnings():
@@ -51,16 +95,17 @@ class Int8Linear(nn.Module):
             warnings.simplefilter("ignore", UserWarning)
             qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.long), 0, torch.qint8)
         bias = None if linear.bias is None else linear.bias.detach().float()
-        self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
+        with _packing_with(self.engine):
+            self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
+        self.reduce_range = self.engine.reduce_range
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _LINEAR_DYNAMIC(x, self.packed, True)
+        return _LINEAR_DYNAMIC(x, self.packed, self.reduce_range)
 
 
 def quantize_transformer(transformer: Transformer) -> int:
     """Swap a transformer's linears for int8 ones in place; returns how many."""
-    _select_engine()
     count = 0
     for layer in transformer.layers:
         for owner, attr in ((layer.self_attn, "in_proj"), (layer.self_attn, "out_proj"), (layer, "linear1"), (layer, "linear2")):
@@ -72,7 +117,6 @@ def quantize_transformer(transformer: Transformer) -> int:
 def quantize_sampler_head(head: SamplerHead) -> int:
     """Swap the sampler head's MLP linears and its stacked adaLN projection for int8
     ones in place; returns how many."""
-    _select_engine()
     if head.modulation is None:
         head.fuse_modulations()
     head.modulation = Int8Linear(head.modulation)
