@@ -63,14 +63,19 @@ def _argument_type(setting: Setting) -> Callable[[str], Any]:
 
 
 class _Several(argparse.Action):
-    """A flag that may be given several times: the list of its values, in order, or the
-    declared default when it is not given. (argparse's "append" would add the values to the
-    default instead of replacing it.)"""
+    """A flag that may be given several times: its one value (like any flag) when given
+    once, the list of its values in order when given more, the declared default when not
+    given. (argparse's "append" would add the values to the default, not replace it.)"""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:  # fmt: skip
+        seen = f"_{self.dest}_given"  # the default is not a value given: the first flag replaces it
         current = getattr(namespace, self.dest, None)
-        given = list(current) if isinstance(current, list) else []
+        if not getattr(namespace, seen, False):
+            setattr(namespace, seen, True)
+            setattr(namespace, self.dest, values)
+            return
+        given = current if isinstance(current, list) else [current]
         setattr(namespace, self.dest, [*given, values])
 
 

@@ -55,6 +55,10 @@ class AddonOption:
     place: AddonPlace = "argv"
     # For place "env": the variable the value is passed in (argv is visible in `ps`).
     env: str = ""
+    # For a `multiple` setting: the add-on option holding its further values, a list
+    # (config.yaml's `["type"]`); the first value stays in the single option `name`, so
+    # add-on configurations written before the list existed keep working.
+    more: str = ""
 
 
 @dataclass(frozen=True)
@@ -183,11 +187,12 @@ SETTINGS: tuple[Setting, ...] = (
             'model: a catalog name ("english", "french", ...), "demo" (tiny, random weights: noise, for '
             "checking the pipeline offline), a local config .yaml, or hf://repo/path.yaml@rev; give it "
             "several times to serve several models (languages): the first is the default voice's", "server",
-            multiple=True, addon=AddonOption("model", schema="catalog")),
+            multiple=True, addon=AddonOption("model", schema="catalog", more="more_models")),
     Setting("max_loaded_models", int, 2,
             "models kept in memory at once; others load on first use and the least recently used is "
             "unloaded (2: two full-size models fit a 4 GB Raspberry Pi next to Home Assistant)", "server",
-            minimum=1, addon=AddonOption("max_loaded_models", maximum=8)),
+            # unset=2, the default: left off the add-on's command line, which one model needs.
+            minimum=1, addon=AddonOption("max_loaded_models", maximum=8, unset=2)),
     Setting("language", str, None,
             "language code of the voices of a model whose language cannot be known (a local config); "
             "default: the catalog's, or the one the model's file name starts with", "server",
