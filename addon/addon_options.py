@@ -28,7 +28,13 @@ DEFAULT_PORT = 10200
 # Option name -> its setting. The defaults equal `options:` in config.yaml (a test checks
 # it); they are also what a plain `docker run` without /data/options.json gets.
 OPTIONS: dict[str, Setting] = {setting.addon.name: setting for setting in ADDON if setting.addon}
-DEFAULTS: dict[str, Any] = {name: setting.addon_default for name, setting in OPTIONS.items()}
+# List option -> its setting: the further values of a setting given several times (models).
+MORE_OPTIONS: dict[str, Setting] = {setting.addon.more: setting for setting in ADDON
+                                    if setting.addon and setting.addon.more}  # fmt: skip
+DEFAULTS: dict[str, Any] = {
+    **{name: setting.addon_default for name, setting in OPTIONS.items()},
+    **{name: [] for name in MORE_OPTIONS},
+}
 
 
 class OptionsError(ValueError):
@@ -96,6 +102,10 @@ def _coerce(key: str, value: Any) -> Any:
     wanted = type(DEFAULTS[key])
     if value is None:
         return DEFAULTS[key]
+    if wanted is list:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise OptionsError(f"option {key!r} must be a list of names, not {value!r}")
+        return [item.strip() for item in value if item.strip()]
     if wanted is bool:
         if isinstance(value, bool):
             return value
@@ -159,5 +169,8 @@ def build_command(options: Mapping[str, Any], layout: Layout, extra_args: list[s
                 env[setting.addon.env] = options[name]
             continue
         argv += _option_args(setting, options[name], layout)
+        if setting.addon is not None and setting.addon.more:
+            for value in options[setting.addon.more]:
+                argv += [setting.option, _flag_value(value)]  # given again: one more value
     argv += list(extra_args or [])
     return ServerCommand(argv=argv, env=env)

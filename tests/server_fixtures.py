@@ -283,7 +283,9 @@ class ServerProcess:
 def start_server_process(tmp_path: Path, *extra: str, port: int | None = None) -> ServerProcess:
     port = port or free_port()
     log_path = tmp_path / f"server-{port}.log"
-    cmd = [sys.executable, "-m", "wyoming_pocket_tts", "--model", "demo",
+    # The demo unless the test names its model(s): a second --model adds a model (issue 16).
+    model = [] if "--model" in extra else ["--model", "demo"]
+    cmd = [sys.executable, "-m", "wyoming_pocket_tts", *model,
            "--uri", f"tcp://127.0.0.1:{port}", "--data-dir", str(tmp_path / "data"), *extra]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with open(log_path, "wb") as log:

@@ -159,7 +159,9 @@ def supervisor_problems(config: dict, translations: dict) -> list[str]:
     schema = config.get("schema") or {}
     options = config.get("options") or {}
     for key, typ in schema.items():
-        if not isinstance(typ, str) or not RE_SCHEMA_ELEMENT.match(typ):
+        # A list option is the element's type in a one-item list: `["list(a|b)"]`.
+        element = typ[0] if isinstance(typ, list) and len(typ) == 1 else typ
+        if not isinstance(element, str) or not RE_SCHEMA_ELEMENT.match(element):
             problems.append(f"schema {key}: type {typ!r} is not in the Supervisor's grammar")
     for key in options:
         if key not in schema:
@@ -169,6 +171,11 @@ def supervisor_problems(config: dict, translations: dict) -> list[str]:
             problems.append(f"schema {key!r} has no default in options")
         elif isinstance(typ, str) and (why := value_problem(typ, options[key])):
             problems.append(f"default of {key!r} refused: {why}")
+        elif isinstance(typ, list):
+            values = options[key]
+            whys = [why for value in values if (why := value_problem(typ[0], value))] if isinstance(
+                values, list) else [f"{values!r} is not a list"]  # fmt: skip
+            problems.extend(f"default of {key!r} refused: {why}" for why in whys)
 
     configuration = (translations or {}).get("configuration") or {}
     for key in schema:
@@ -279,7 +286,7 @@ def test_run_script_defaults_equal_config_options(config: dict) -> None:
 
 def test_addon_options_agree_with_the_settings_declaration(config: dict, translations: dict) -> None:
     """config.yaml, translations/en.yaml and the option mapping cannot drift from settings.py."""
-    names = [setting.addon.name for setting in ADDON_SETTINGS]
+    names = [setting.addon.name for setting in ADDON_SETTINGS] + list(addon_options.MORE_OPTIONS)
     assert set(config["options"]) == set(names)
     assert set(config["schema"]) == set(names)
     assert set(translations["configuration"]) == set(names)

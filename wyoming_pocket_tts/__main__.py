@@ -62,6 +62,34 @@ def _argument_type(setting: Setting) -> Callable[[str], Any]:
     return parse
 
 
+class _Several(argparse.Action):
+    """A flag that may be given several times: its one value (like any flag) when given
+    once, the list of its values in order when given more, the declared default when not
+    given. (argparse's "append" would add the values to the default, not replace it.)"""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        seen = f"_{self.dest}_given"  # the default is not a value given: the first flag replaces it
+        current = getattr(namespace, self.dest, None)
+        if not getattr(namespace, seen, False):
+            setattr(namespace, seen, True)
+            setattr(namespace, self.dest, values)
+            return
+        given = current if isinstance(current, list) else [current]
+        setattr(namespace, self.dest, [*given, values])
+
+
+def _one_value_type(setting: Setting) -> Callable[[str], Any]:
+    """The argparse type of one occurrence of a `multiple` setting's flag."""
+    parse = _argument_type(setting)
+
+    def parse_one(text: str) -> Any:
+        return parse(text)[0]
+
+    parse_one.__name__ = parse.__name__
+    return parse_one
+
+
 def _add_setting(parser: argparse.ArgumentParser, setting: Setting) -> None:
     if setting.kind is bool:
         action = "store_false" if setting.default else "store_true"
@@ -69,6 +97,11 @@ def _add_setting(parser: argparse.ArgumentParser, setting: Setting) -> None:
         return
     shown = "" if setting.default is None else f" (default {setting.default:g})" if isinstance(
         setting.default, float) else f" (default {setting.default})"  # fmt: skip
+    if setting.multiple:
+        parser.add_argument(setting.option, dest=setting.name, action=_Several, default=setting.default,
+                            type=_one_value_type(setting), metavar=setting.metavar,
+                            help=setting.help + shown)  # fmt: skip
+        return
     parser.add_argument(
         setting.option,
         dest=setting.name,
@@ -116,12 +149,16 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     """Validate what argparse cannot check alone; raises UsageError."""
     _check_uri(args.uri)
 
-    model = args.model.strip()
-    if not model:
-        raise UsageError("--model is empty")
-    if not model.startswith("hf://") and (model.endswith((".yaml", ".yml")) or "/" in model):
-        if not Path(model).is_file():
-            raise UsageError(f"--model {model}: no such file")
+    models = tuple(name.strip() for name in ([args.model] if isinstance(args.model, str) else args.model))
+    for model in models:
+        if not model:
+            raise UsageError("--model is empty")
+        if not model.startswith("hf://") and (model.endswith((".yaml", ".yml")) or "/" in model):
+            if not Path(model).is_file():
+                raise UsageError(f"--model {model}: no such file")
+    repeated = sorted({model for model in models if models.count(model) > 1})
+    if repeated:
+        raise UsageError(f"--model {repeated[0]} is given twice")
 
     if args.voice is not None and _looks_like_path(args.voice) and not Path(args.voice).is_file():
         raise UsageError(f"--voice {args.voice}: no such file")
@@ -141,7 +178,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
     values = {
         **vars(args),
-        "model": model,
+        "model": models[0],
         "data_dir": data_dir,
         # Read here, not as the option's default, so --help never shows the token.
         "hf_token": args.hf_token or os.environ.get("HF_TOKEN") or None,
@@ -149,6 +186,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     try:
         return ServerConfig(
             **values_for("server", values),
+            more_models=models[1:],
             library=VoiceLibraryConfig(**values_for("library", values)),
             generation=GenerationOptions(**values_for("generation", values, drop_none=True)),
         )

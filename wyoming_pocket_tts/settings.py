@@ -55,6 +55,10 @@ class AddonOption:
     place: AddonPlace = "argv"
     # For place "env": the variable the value is passed in (argv is visible in `ps`).
     env: str = ""
+    # For a `multiple` setting: the add-on option holding its further values, a list
+    # (config.yaml's `["type"]`); the first value stays in the single option `name`, so
+    # add-on configurations written before the list existed keep working.
+    more: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class Setting:
     field: str | None = None
     # The value of a flag given without one (--zeroconf alone).
     const: Any = None
+    # A list: the flag may be given several times, the value is a tuple of `kind` values
+    # (in the order given) and `default` is its one element when the flag is not given.
+    multiple: bool = False
 
     @property
     def option(self) -> str:
@@ -91,7 +98,19 @@ class Setting:
         return self.field or self.name
 
     def check(self, value: Any) -> Any:
-        """The value, converted to `kind` and within bounds; raises SettingError."""
+        """The value, converted to `kind` and within bounds; raises SettingError. For a
+        `multiple` setting, a tuple of such values (one value alone is a list of one)."""
+        if value is None:
+            return None
+        if self.multiple:
+            values = (value,) if isinstance(value, (str, Path)) else tuple(value)
+            if not values:
+                raise SettingError(f"{self.name} needs at least one value")
+            return tuple(self.check_one(item) for item in values)
+        return self.check_one(value)
+
+    def check_one(self, value: Any) -> Any:
+        """One value (of a `multiple` setting: one element), converted and within bounds."""
         if value is None:
             return None
         if self.kind is bool:
@@ -166,8 +185,14 @@ SETTINGS: tuple[Setting, ...] = (
             "server"),
     Setting("model", str, "english",
             'model: a catalog name ("english", "french", ...), "demo" (tiny, random weights: noise, for '
-            "checking the pipeline offline), a local config .yaml, or hf://repo/path.yaml@rev", "server",
-            addon=AddonOption("model", schema="catalog")),
+            "checking the pipeline offline), a local config .yaml, or hf://repo/path.yaml@rev; give it "
+            "several times to serve several models (languages): the first is the default voice's", "server",
+            multiple=True, addon=AddonOption("model", schema="catalog", more="more_models")),
+    Setting("max_loaded_models", int, 2,
+            "models kept in memory at once; others load on first use and the least recently used is "
+            "unloaded (2: two full-size models fit a 4 GB Raspberry Pi next to Home Assistant)", "server",
+            # unset=2, the default: left off the add-on's command line, which one model needs.
+            minimum=1, addon=AddonOption("max_loaded_models", maximum=8, unset=2)),
     Setting("language", str, None,
             "language code of the voices of a model whose language cannot be known (a local config); "
             "default: the catalog's, or the one the model's file name starts with", "server",

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlparse
@@ -28,7 +28,7 @@ from wyoming.server import AsyncServer
 
 from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
 from ..settings import check_fields, default
-from ..voices.config import VoiceLibraryConfig
+from ..voices.config import ModelScope, VoiceLibraryConfig
 from .connections import (
     ConnectionGate,
     connection_cap,
@@ -36,7 +36,8 @@ from .connections import (
     raise_open_file_limit,
 )
 from .handler import PocketTtsEventHandler
-from .model_facts import ModelFacts, model_facts
+from .model_facts import ModelFacts, is_custom_config, model_facts
+from .models import ModelEntry, model_label
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, TtsService
 from .zeroconf import Announcement, announce
@@ -49,6 +50,7 @@ class ServerConfig:
     """Everything the command line decides (validated: see `wyoming_pocket_tts.settings`)."""
 
     uri: str
+    # The default voice's model; `more_models` are the others (--model given several times).
     model: str
     library: VoiceLibraryConfig
     generation: GenerationOptions = GenerationOptions()
@@ -65,13 +67,36 @@ class ServerConfig:
     idle_timeout: float = default("idle_timeout")
     max_connections: int = default("max_connections")
     zeroconf_name: str | None = None
+    more_models: tuple[str, ...] = ()
+    max_loaded_models: int = default("max_loaded_models")
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "more_models", tuple(self.more_models))
         check_fields("server", self)
 
     @property
     def data_dir(self) -> Path:
         return self.library.data_dir
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return (self.model, *self.more_models)
+
+    def facts(self) -> list[ModelFacts]:
+        """Every model's facts, in command-line order. With several models, --language
+        applies only to those whose language cannot be known (custom configs): a catalog
+        model or the demo says its own, and one code for all would be wrong."""
+        if not self.more_models:
+            return [model_facts(self.model, self.language)]
+        return [model_facts(name, self.language if is_custom_config(name) else None) for name in self.models]
+
+    def library_for(self, index: int) -> VoiceLibraryConfig:
+        """The voice library of model `index`: the voices-file entries naming it (`model:`),
+        and for the first model also the unnamed ones, the voices folder and the default
+        voice (see voices.config.ModelScope). An entry naming no model of ours is skipped."""
+        names = [frozenset({name, model_label(name)}) for name in self.models]
+        others = frozenset().union(*(names[:index] + names[index + 1:]))
+        return replace(self.library, scope=ModelScope(names=names[index], first=index == 0, others=others))
 
 
 class StartError(Exception):
@@ -89,18 +114,19 @@ def model_cache_dir(data_dir: Path) -> Path | None:
     return data_dir / "huggingface"
 
 
-def voice_previewer(config: ServerConfig, facts: ModelFacts) -> Callable[[], list[VoiceInfo]]:
-    """Lists the voices without the model (torch-free, no download), for every model kind:
-    `describe` answers with them while the model loads. Each call re-reads the voices file
-    and folder only if one of their files changed."""
+def voice_previewer(config: ServerConfig, facts: ModelFacts, index: int = 0) -> Callable[[], list[VoiceInfo]]:
+    """Lists the voices of model `index` without the model (torch-free, no download), for
+    every model kind: `describe` answers with them while the model loads. Each call
+    re-reads the voices file and folder only if one of their files changed."""
     from ..voices.catalog import VoicePreview
 
-    preview = VoicePreview(config.library, facts.name, facts.predefined_voices, facts.languages)
+    preview = VoicePreview(config.library_for(index), facts.name, facts.predefined_voices, facts.languages)
     return preview.voices
 
 
-def load_backend(config: ServerConfig, languages: tuple[str, ...] = ()) -> Backend:
-    """Load the model and build the voice library (runs in the loader thread).
+def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: int = 0) -> Backend:
+    """Load model `index` (0: the default voice's) and build its voice library (runs in a
+    loader thread).
 
     `languages` (from `model_facts`, which applies --language) are the voices' languages
     when given: the preview announced them, so the loaded list must say the same."""
@@ -108,17 +134,28 @@ def load_backend(config: ServerConfig, languages: tuple[str, ...] = ()) -> Backe
     from ..voices import VoiceLibrary
 
     model = load_model(
-        config.model,
+        config.models[index],
         hf_token=config.hf_token,
         quantize=config.quantize,
         threads=config.threads,
         cache_dir=model_cache_dir(config.data_dir),
     )
-    voices = VoiceLibrary(model, config.library, languages=languages or None)
+    voices = VoiceLibrary(model, config.library_for(index), languages=languages or None)
     names = [voice.name for voice in voices.voices]
-    _LOGGER.info("%d voice(s), default %s: %s", len(names), voices.default_name, ", ".join(names))
+    _LOGGER.info("Model %s: %d voice(s), default %s: %s", config.models[index], len(names), voices.default_name,
+                 ", ".join(names))  # fmt: skip
     voices.start_preencoding()
-    return Backend(model=model, voices=voices, options=config.generation)
+    return Backend(model=model, voices=voices, options=config.generation,
+                   languages=languages or tuple(model.languages))  # fmt: skip
+
+
+def more_model_entries(config: ServerConfig, facts: list[ModelFacts]) -> list[ModelEntry]:
+    """The models after the first, loaded when a request first needs one."""
+    return [
+        ModelEntry(name, facts[index].languages, partial(load_backend, config, facts[index].languages, index),
+                   voice_previewer(config, facts[index], index))
+        for index, name in enumerate(config.models) if index > 0
+    ]  # fmt: skip
 
 
 # A short sentence: the warm-up speaks only its first WARMUP_FRAMES frames anyway.
@@ -213,11 +250,14 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     )
     # Encoding a voice is rare and slow; it gets its own workers so it never holds up frames.
     voice_executor = ThreadPoolExecutor(2, thread_name_prefix="voice")
-    facts = model_facts(config.model, config.language) if loader is None else None
+    all_facts = config.facts() if loader is None else None
+    facts = all_facts[0] if all_facts else None
     service = TtsService(
         model_name=config.model,
         loader=loader or partial(load_backend, config, facts.languages if facts else ()),
         previewer=None if facts is None else voice_previewer(config, facts),
+        more_models=more_model_entries(config, all_facts) if all_facts else (),
+        max_loaded_models=config.max_loaded_models,
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,
         voice_executor=voice_executor,
@@ -241,7 +281,8 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
             stdio_task = await _serve_stdio(factory)
         else:
             server = await _listen(config.uri, factory, config.max_connections)
-        _LOGGER.info("Loading model %s in the background", config.model)
+        _LOGGER.info("Loading model %s in the background%s", config.model,
+                     f" (and {', '.join(config.more_models)} on first use)" if config.more_models else "")  # fmt: skip
         ready = service.start()
         if config.zeroconf_name and server is not None:
             announcement = await announce(config.uri, config.zeroconf_name)

@@ -375,14 +375,11 @@ class PocketTtsEventHandler(AsyncEventHandler):
 
     # -- responses -------------------------------------------------------------------------
 
-    async def _backend(self) -> Backend:
-        # Requests that arrive while the model loads simply wait for it.
-        return await self._service.wait_ready()
-
     async def _respond_one_shot(self, request_id: int, text: str, voice_name: str | None) -> None:
-        backend = await self._backend()
         timing = _Timing()
-        resolved, voice = await self._service.get_voice(backend, voice_name)
+        # The voice's model (requests that arrive while it loads simply wait for it), held
+        # until the `finally` below releases it: it is not unloaded during the synthesis.
+        backend, resolved, voice = await self._service.acquire_voice(voice_name)
         _LOGGER.debug("Request %d: voice %s ready after %.0f ms", request_id, resolved,
                       (time.monotonic() - timing.start) * 1000)  # fmt: skip
         cancel = threading.Event()
@@ -398,15 +395,16 @@ class PocketTtsEventHandler(AsyncEventHandler):
             raise RequestError(f"cannot speak this text: {error_text(err)}") from None
         finally:
             cancel.set()
+            self._service.release(backend)
         if timing.frames == 0:
             raise RequestError("the engine produced no audio for this text")
         await self.write_event(AudioStop().event())
         self._log_done(request_id, resolved, backend, timing)
 
     async def _respond_streamed(self, stream: _TextStream) -> None:
-        backend = await self._backend()
-        # Fetch (maybe encode) the voice while the first sentence is still being written.
-        resolved, voice = await self._service.get_voice(backend, stream.voice_name)
+        # Fetch (maybe load its model, encode) the voice while the first sentence is still
+        # being written; the model is held until the `finally` below releases it.
+        backend, resolved, voice = await self._service.acquire_voice(stream.voice_name)
         cancel = threading.Event()
         timing = _Timing()
         options = backend.options_for(resolved)
@@ -449,6 +447,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                     break
         finally:
             cancel.set()
+            self._service.release(backend)
         if timing.frames == 0:
             raise RequestError("empty text: nothing to synthesize in the streamed request")
         await self.write_event(AudioStop().event())

@@ -48,6 +48,11 @@ def model_facts(model: str, language: str | None = None) -> ModelFacts:
     return ModelFacts(model, (), override or (config_language(model),))
 
 
+def is_custom_config(model: str) -> bool:
+    """A local or `hf://` config: neither the demo nor a catalog name."""
+    return model != DEMO_NAME and model not in catalog()
+
+
 def config_language(model: str) -> str:
     """The language of a custom config: from its file name, its path, its contents (local
     files only: an `hf://` config is not downloaded for this), else English, logged."""

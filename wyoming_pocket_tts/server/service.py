@@ -1,10 +1,11 @@
-"""What every connection shares: the model once loaded, the voices, the scheduler, the workers.
+"""What every connection shares: the models, the voices, the scheduler, the workers.
 
 The server listens before the model exists: loading (importing torch, maybe downloading
 weights) runs in a daemon thread started by `TtsService.start`, and requests that need the
 model await `wait_ready()`. `describe` never needs it. The engine and the voices library are
 only imported inside that thread, so `--help`, `--version` and the first `describe` do not
-wait for torch.
+wait for torch. That is the default voice's model; a server with several models (see
+`models.ModelPool`) loads the others when a request first needs one, and may unload them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from wyoming.info import Info
 
 from ..core import GenerationOptions, ModelLike, VoiceInfo, VoiceSource, VoiceStateLike
 from .info import build_info
+from .models import ModelEntry, ModelPool
 from .scheduler import Priority, SynthesisScheduler
 
 _LOGGER = logging.getLogger(__name__)
@@ -41,6 +43,14 @@ class Backend:
     model: ModelLike
     voices: VoiceSource
     options: GenerationOptions
+    # The voices' languages as the server announces them (--language, the catalog...).
+    languages: tuple[str, ...] = ()
+
+    @property
+    def language(self) -> str | None:
+        """The language this model speaks (the text normaliser's), None if not known."""
+        languages = self.languages or tuple(self.model.languages)
+        return languages[0] if languages else None
 
     def options_for(self, voice_name: str) -> GenerationOptions:
         """The server's options, under the voice's own settings from the voices file."""
@@ -76,18 +86,26 @@ class TtsService:
     # files when they changed), so that every `describe` while the model loads (or
     # downloads) lists the voices that will be served, with their languages.
     previewer: Callable[[], Sequence[VoiceInfo]] | None = None
-    _preview: tuple[VoiceInfo, ...] = field(default=(), init=False)
+    # The server's other models (`--model` given several times), loaded on first use, and
+    # how many models may be resident at once (see `models.ModelPool`).
+    more_models: Sequence[ModelEntry] = ()
+    max_loaded_models: int = 1
+    _pool: ModelPool | None = field(default=None, init=False)
+    _first_loaded: bool = field(default=False, init=False)
     _preview_done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _preview_task: asyncio.Task[None] | None = field(default=None, init=False)
     # Why loading is failing right now (a download being retried); requests get it at once.
     _trouble: str | None = field(default=None, init=False)
     _trouble_seen: asyncio.Event = field(default_factory=asyncio.Event, init=False)
-    _ready: asyncio.Future[Backend] | None = field(default=None, init=False)
-    _backend: Backend | None = field(default=None, init=False)
+    # Resolved (with None: the pool holds the backend, so that unloading frees it) once
+    # the default voice's model has loaded for the first time.
+    _ready: asyncio.Future[None] | None = field(default=None, init=False)
     _loader_thread: threading.Thread | None = field(default=None, init=False)
     _stopping: threading.Event = field(default_factory=threading.Event, init=False)
     _warmup_task: asyncio.Task[None] | None = field(default=None, init=False)
-    _warmup_cancel: threading.Event | None = field(default=None, init=False)
+    # The other models' warm-ups, one per load.
+    _more_warmups: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _warmup_cancels: set[threading.Event] = field(default_factory=set, init=False)
     # The task of every open connection, so that shutdown can wait for their cleanup.
     connections: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _request_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), init=False)
@@ -96,11 +114,26 @@ class TtsService:
         """Numbers requests in the log, across connections."""
         return next(self._request_ids)
 
-    def start(self) -> asyncio.Future[Backend]:
+    @property
+    def pool(self) -> ModelPool:
+        assert self._pool is not None, "start() was not called"
+        return self._pool
+
+    @property
+    def program_name(self) -> str:
+        """The model(s) named in `describe`'s program description."""
+        if self._pool is None or not self._pool.several:
+            return self.model_name
+        return ", ".join(entry.label for entry in self._pool.entries)
+
+    def start(self) -> asyncio.Future[None]:
         """Start loading in a background thread; the future fails with LoadFailed."""
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         ready = self._ready
+        default_entry = ModelEntry(self.model_name, (), self.loader, self.previewer)
+        self._pool = ModelPool([default_entry, *self.more_models], self.max_loaded_models, self._loaded)
+        pool = self._pool
 
         def deliver(backend: Backend | None, error: BaseException | None) -> None:
             if ready.done():
@@ -109,10 +142,11 @@ class TtsService:
                 ready.set_exception(error)
                 return
             assert backend is not None
-            self._backend = backend
-            ready.set_result(backend)
+            pool.set_loaded(default_entry, backend)
+            self._first_loaded = True
+            ready.set_result(None)
             if self.warmup is not None:
-                self._warmup_task = loop.create_task(self._warm_up(backend), name="warm-up")
+                self._warmup_task = loop.create_task(self._warm_up(default_entry, backend), name="warm-up")
 
         def report_trouble(reason: str | None) -> None:
             # From the loader thread (the hub's retries): hand it to the event loop.
@@ -138,7 +172,7 @@ class TtsService:
             except RuntimeError:
                 pass  # the loop was closed while we loaded (shutdown)
 
-        if self.previewer is not None:
+        if self.previewer is not None or pool.several:
             # Its own thread, not the loader's: the first describe must not wait for torch.
             self._preview_task = loop.create_task(self._refresh_preview(), name="voice preview")
         else:
@@ -156,20 +190,30 @@ class TtsService:
             self._trouble_seen = asyncio.Event()  # the next waiters wait for the next one
 
     async def _refresh_preview(self) -> None:
-        assert self.previewer is not None
+        # Every model's list: the default's preview, the others' preview or library.
         try:
-            self._preview = tuple(await asyncio.to_thread(self.previewer))
+            await asyncio.to_thread(self.pool.refresh)
         except Exception:  # noqa: BLE001 -- loading the library reports the problem
             _LOGGER.debug("Voice preview failed", exc_info=True)
         finally:
             self._preview_done.set()
 
-    async def _warm_up(self, backend: Backend) -> None:
+    def _loaded(self, entry: ModelEntry, backend: Backend) -> None:
+        """A model other than at start was loaded: warm it up like the first (bounded,
+        pre-empted by the request that is waiting for it, if any)."""
+        if self.warmup is not None and not self._stopping.is_set():
+            task = asyncio.get_running_loop().create_task(self._warm_up(entry, backend), name="warm-up")
+            self._more_warmups.add(task)
+            task.add_done_callback(self._more_warmups.discard)
+
+    async def _warm_up(self, entry: ModelEntry, backend: Backend) -> None:
         """Run the warm-up unless a request came first; a request arriving during it
-        pre-empts it (it stops within a frame), so it never delays anyone."""
+        pre-empts it (it stops within a frame), so it never delays anyone. It counts as a
+        use of the model, which is not unloaded under it."""
         assert self.warmup is not None
         loop = asyncio.get_running_loop()
         cancel = threading.Event()
+        self.pool.hold(entry)
         try:
             # The default voice first (it may be encoding), outside the slot like a request.
             _, voice = await self.get_voice(backend, None)
@@ -180,12 +224,15 @@ class TtsService:
             async with self.scheduler.slot(Priority.BACKGROUND, preempt=cancel.set):
                 if self._stopping.is_set():
                     return
-                self._warmup_cancel = cancel  # set by stopping()
+                self._warmup_cancels.add(cancel)  # set by stopping()
                 await loop.run_in_executor(self.synth_executor, self.warmup, backend, voice, cancel)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a failed warm-up only costs latency
             _LOGGER.warning("Warm-up failed", exc_info=True)
+        finally:
+            self._warmup_cancels.discard(cancel)
+            self.pool.release(entry)
 
     @property
     def loading(self) -> bool:
@@ -194,13 +241,14 @@ class TtsService:
 
     @property
     def backend(self) -> Backend | None:
-        return self._backend
+        """The default voice's model, while it is loaded."""
+        return self._pool.default.backend if self._pool is not None else None
 
     async def wait_ready(self) -> Backend:
-        """The backend, once loaded. Raises LoadFailed: at once while loading is failing
-        (a download being retried), or when it failed."""
-        if self._backend is not None:
-            return self._backend
+        """The default voice's model, once loaded. Raises LoadFailed: at once while loading
+        is failing (a download being retried), or when it failed."""
+        if self._first_loaded:
+            return await self._default_backend()
         assert self._ready is not None, "start() was not called"
         if self._trouble is not None:
             raise LoadFailed(f"still loading, and {self._trouble}")
@@ -215,8 +263,37 @@ class TtsService:
             if not ready.done():
                 ready.cancel()  # only the shield: the loading goes on
         if ready.done() and not ready.cancelled():
-            return ready.result()
+            ready.result()  # raises LoadFailed
+            return await self._default_backend()
         raise LoadFailed(f"still loading, and {self._trouble or 'a download failed'}")
+
+    async def _default_backend(self) -> Backend:
+        entry = self.pool.default
+        if entry.backend is not None:
+            return entry.backend
+        backend = await self.pool.acquire(entry)  # unloaded for another model: load it again
+        self.pool.release(entry)
+        return backend
+
+    async def acquire_voice(self, name: str | None) -> tuple[Backend, str, VoiceStateLike]:
+        """The model that speaks voice `name` (loaded first if needed), the voice's name in
+        that model's library, and its state (maybe encoded first). Counts a use of the
+        model, which is not unloaded until `release` is called with the backend."""
+        await self.wait_ready()  # the default model's first load: its errors, its trouble
+        route = self.pool.route(name)
+        backend = await self.pool.acquire(route.entry)
+        try:
+            resolved, voice = await self.get_voice(backend, route.voice)
+        except BaseException:
+            self.pool.release(route.entry)
+            raise
+        return backend, resolved, voice
+
+    def release(self, backend: Backend) -> None:
+        """The synthesis of a backend from `acquire_voice` has ended."""
+        entry = self.pool.entry_of(backend)
+        if entry is not None:
+            self.pool.release(entry)
 
     async def drain(self, timeout: float) -> None:
         """Let open connections finish (e.g. send their `error`), up to `timeout`."""
@@ -234,20 +311,18 @@ class TtsService:
         in a thread, waited for at most DESCRIBE_REFRESH_WAIT_S (Home Assistant gives up
         after 1 s): a slower re-read shows at the next describe.
         """
-        backend = self._backend
-        if backend is None:
+        if not self._first_loaded:
             if not self._preview_done.is_set():
                 # The very first describes: the preview is being built (a fraction of a
                 # second); an info without voices would break Home Assistant's entity.
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._preview_done.wait(), FIRST_PREVIEW_WAIT_S)
-            elif self.previewer is not None:
+            elif self.previewer is not None or self.pool.several:
                 await self._bounded(self._refresh_preview())
-            backend = self._backend
-            if backend is None:
-                return build_info(self.model_name, self._preview, loading=True)
-        await self._bounded(asyncio.to_thread(backend.voices.refresh))
-        return build_info(self.model_name, backend.voices.voices, warming_up=self.warming_up)
+            if not self._first_loaded:
+                return build_info(self.program_name, self.pool.voices(), loading=True)
+        await self._bounded(asyncio.to_thread(self.pool.refresh))
+        return build_info(self.program_name, self.pool.voices(), warming_up=self.warming_up)
 
     @property
     def warming_up(self) -> bool:
@@ -271,22 +346,17 @@ class TtsService:
     def stopping(self) -> None:
         """Shutdown has begun: background synthesis (the warm-up) stops within a frame."""
         self._stopping.set()
-        if self._warmup_cancel is not None:
-            self._warmup_cancel.set()
+        for cancel in list(self._warmup_cancels):
+            cancel.set()
 
     async def close(self) -> None:
         """Stop background work (warm-up, voice pre-encoding) and wait for it to end."""
         self._stopping.set()
-        if self._warmup_task is not None:
-            await asyncio.wait([self._warmup_task], timeout=5)
-        backend = self._backend
-        if backend is not None:
-            loop = asyncio.get_running_loop()
-            try:
-                # Blocking (it joins the pre-encoding thread): off the event loop.
-                await loop.run_in_executor(None, backend.voices.close)
-            except Exception:  # noqa: BLE001
-                _LOGGER.debug("Closing the voice library failed", exc_info=True)
+        warmups = [task for task in (self._warmup_task, *self._more_warmups) if task is not None]
+        if warmups:
+            await asyncio.wait(warmups, timeout=5)
+        if self._pool is not None:
+            await self._pool.close()  # joins the pre-encoding threads, off the event loop
 
 
 def error_text(err: BaseException) -> str:

@@ -18,6 +18,7 @@ from wyoming_pocket_tts.core import VoiceInfo
 from wyoming_pocket_tts.core.errors import VoiceError
 
 from .config import (
+    ModelScope,
     VoiceConfigError,
     VoiceLibraryConfig,
     VoiceSpec,
@@ -45,14 +46,18 @@ class Catalog:
 def build_catalog(config: VoiceLibraryConfig, predefined: tuple[str, ...], model_name: str) -> Catalog:
     """Collect, check and order the voices; raise VoiceConfigError if there is none."""
     declared: list[VoiceSpec] = []
-    configured_default = config.default_voice.strip() if config.default_voice else None
+    scope = config.scope
+    first = scope is None or scope.first
+    # The default voice, the voices folder and entries naming no model are the first model's.
+    configured_default = config.default_voice.strip() if config.default_voice and first else None
     if config.voices_file is not None:
         parsed = parse_voices_file(config.voices_file)
-        declared.extend(parsed.voices)
+        declared.extend(spec for spec in parsed.voices if _in_scope(spec, scope))
         # The command line's --voice wins over the file's default.
-        if configured_default is None:
+        if configured_default is None and first:
             configured_default = parsed.default
-    declared.extend(scan_voices_dir(config.effective_voices_dir))
+    if first:
+        declared.extend(scan_voices_dir(config.effective_voices_dir))
 
     voices: dict[str, VoiceSpec] = {}  # keyed by lower-case name: names are unique ignoring case
     for spec in declared:
@@ -81,6 +86,17 @@ def build_catalog(config: VoiceLibraryConfig, predefined: tuple[str, ...], model
         )
     ordered = [voices[default.lower()]] + [spec for key, spec in voices.items() if key != default.lower()]
     return Catalog(default=voices[default.lower()].name, voices=ordered)
+
+
+def _in_scope(spec: VoiceSpec, scope: ModelScope | None) -> bool:
+    """Whether a voices-file entry belongs to this library's model."""
+    if scope is None:
+        return True
+    if scope.first and scope.unknown(spec.model):
+        _LOGGER.error("%s: voice %r names model %r, which this server does not serve (models: %s); "
+                      "voice skipped", spec.origin, spec.name, spec.model,
+                      ", ".join(sorted(scope.names | scope.others)))  # fmt: skip
+    return scope.owns(spec.model)
 
 
 def _usable(spec: VoiceSpec, predefined: tuple[str, ...], model_name: str) -> bool:

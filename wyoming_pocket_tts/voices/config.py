@@ -22,12 +22,33 @@ _LOGGER = logging.getLogger(__name__)
 STATE_SUFFIXES = frozenset({".safetensors"})
 AUDIO_SUFFIXES = VOICE_FILE_SUFFIXES - STATE_SUFFIXES
 
-_ENTRY_KEYS = frozenset({"name", "audio", "state", "description", *PER_VOICE})
+_ENTRY_KEYS = frozenset({"name", "audio", "state", "description", "model", *PER_VOICE})
 _TOP_KEYS = frozenset({"default", "voices"})
 
 
 class VoiceConfigError(Exception):
     """The voices configuration cannot be used at all (message meant for the user)."""
+
+
+@dataclass(frozen=True)
+class ModelScope:
+    """Which voices belong to one model of a server that serves several (`--model` given
+    more than once): the voices-file entries whose `model:` names it, and for the first
+    model also the entries without `model:`, the voices folder and the default voice."""
+
+    # What an entry's `model:` may say for this model: the name given on the command
+    # line, and its short label (a config's file stem).
+    names: frozenset[str]
+    first: bool
+    # The other models' names: an entry naming none of the server's models is an error,
+    # reported (once) by the first model's library.
+    others: frozenset[str] = frozenset()
+
+    def owns(self, model: str | None) -> bool:
+        return self.first if model is None else model in self.names
+
+    def unknown(self, model: str | None) -> bool:
+        return model is not None and model not in self.names and model not in self.others
 
 
 @dataclass(frozen=True)
@@ -51,6 +72,8 @@ class VoiceLibraryConfig:
     cache_mb: float | None = default("voice_cache_mb")
     # Bound of the on-disk cache of encoded recordings; 0 turns the disk cache off.
     disk_cache_mb: float = default("disk_cache_mb")
+    # None: the server's only model, which every voice belongs to.
+    scope: ModelScope | None = None
 
     def __post_init__(self) -> None:
         for name in ("data_dir", "voices_file", "voices_dir"):
@@ -85,6 +108,8 @@ class VoiceSpec:
     declared: bool = True
     # Per-voice settings from the voices file (`settings.PER_VOICE`), validated.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # The voices file's `model:` (a server with several models); None: the first model.
+    model: str | None = None
 
     def where(self) -> str:
         """The voice and its file, as every message about it names them."""
@@ -204,9 +229,15 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
     description = entry.get("description")
     if description is not None and not isinstance(description, str):
         description = str(description)
+    model = entry.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        _LOGGER.error("voices file %s: voice %r: 'model' must be a model name; skipped", origin, name)
+        return None
+    model = model.strip() if model else None
 
     if audio is None and state is None:
-        return VoiceSpec(name=name, kind="predefined", origin=origin, description=description, settings=settings)
+        return VoiceSpec(name=name, kind="predefined", origin=origin, description=description, settings=settings,
+                         model=model)
     key, value = ("audio", audio) if audio is not None else ("state", state)
     if not isinstance(value, str) or not value.strip():
         _LOGGER.error("voices file %s: voice %r: '%s' must be a file path; skipped", origin, name, key)
@@ -228,7 +259,7 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
         )
         return None
     return VoiceSpec(name=name, kind=kind, origin=origin, path=source, description=description,
-                     settings=settings)
+                     settings=settings, model=model)
 
 
 def scan_voices_dir(directory: Path) -> list[VoiceSpec]:
