@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from . import __version__
 from .core import GenerationOptions
 from .server.app import ServerConfig, StartError, serve
-from .server.service import LoadFailed
+from .server.service import LoadFailed, ReplyOptions
 from .server.zeroconf import zeroconf_available
 from .settings import SETTINGS, VOICE_FILE_SUFFIXES, Setting, SettingError, values_for
 from .voices.config import VoiceConfigError, VoiceLibraryConfig
@@ -150,6 +150,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             **values_for("server", values),
             library=VoiceLibraryConfig(**values_for("library", values)),
             generation=GenerationOptions(**values_for("generation", values, drop_none=True)),
+            reply=ReplyOptions(**values_for("reply", values)),
         )
     except (SettingError, VoiceConfigError) as err:
         raise UsageError(str(err)) from None

@@ -30,7 +30,7 @@ from ..settings import check_fields, default
 from ..voices.config import VoiceLibraryConfig
 from .handler import PocketTtsEventHandler
 from .scheduler import SynthesisScheduler
-from .service import Backend, Loader, TtsService
+from .service import Backend, Loader, ReplyOptions, TtsService
 from .zeroconf import Announcement, announce
 
 _LOGGER = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ class ServerConfig:
     model: str
     library: VoiceLibraryConfig
     generation: GenerationOptions = GenerationOptions()
+    reply: ReplyOptions = ReplyOptions()
     hf_token: str | None = None
     quantize: bool = False
     threads: int | None = None
@@ -104,7 +105,7 @@ def load_backend(config: ServerConfig) -> Backend:
     names = [voice.name for voice in voices.voices]
     _LOGGER.info("%d voice(s), default %s: %s", len(names), voices.default_name, ", ".join(names))
     voices.start_preencoding()
-    return Backend(model=model, voices=voices, options=config.generation)
+    return Backend(model=model, voices=voices, options=config.generation, reply=config.reply)
 
 
 # Long enough (a few seconds of speech) to measure the engine's speed, short enough to be cheap.

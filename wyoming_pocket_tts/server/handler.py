@@ -17,11 +17,12 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from sentence_stream import SentenceBoundaryDetector
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -37,11 +38,12 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from ..core import EngineError, TextError
+from ..audio import ReplyAudio
+from ..core import EngineError, SessionLike, TextError
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot
 from .service import Backend, LoadFailed, TtsService, error_text
-from .synthesis import FrameIterator, stream_pcm
+from .synthesis import FrameIterator, stream_pcm, to_pcm16
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class _Timing:
     start: float = field(default_factory=time.monotonic)
     first_audio: float | None = None
     frames: int = 0
+    # Samples sent: frames times the length scale, plus the pauses.
+    samples: int = 0
 
 
 class PocketTtsEventHandler(AsyncEventHandler):
@@ -289,9 +293,13 @@ class PocketTtsEventHandler(AsyncEventHandler):
                       (time.monotonic() - timing.start) * 1000)  # fmt: skip
         cancel = threading.Event()
         options = backend.options_for(resolved)
+        shaper = _reply_audio(backend, resolved)
 
         def frames() -> FrameIterator:
-            return backend.model.synthesize(text, voice, options, cancel)
+            if shaper.sentence_silence == 0:
+                return shaper.sentence(backend.model.synthesize(text, voice, options, cancel))
+            session = backend.model.session(voice, options, cancel)
+            return _by_sentence(shaper, session, _sentences(text))
 
         try:
             async with self._service.scheduler.slot(Priority.NEW) as slot:
@@ -302,6 +310,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             cancel.set()
         if timing.frames == 0:
             raise RequestError("the engine produced no audio for this text")
+        await self._send_audio(backend, shaper.finish(), timing)
         await self.write_event(AudioStop().event())
         self._log_done(request_id, resolved, backend, timing)
 
@@ -312,6 +321,8 @@ class PocketTtsEventHandler(AsyncEventHandler):
         cancel = threading.Event()
         timing = _Timing()
         options = backend.options_for(resolved)
+        # One for the whole reply: the stretch runs on across sentences, without a seam.
+        shaper = _reply_audio(backend, resolved)
         session: Any = None
 
         def speak(sentence: str) -> Callable[[], FrameIterator]:
@@ -320,7 +331,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 if session is None:
                     # One session per response: its decoder state carries across sentences.
                     session = backend.model.session(voice, options, cancel)
-                return session.speak(sentence)
+                return shaper.sentence(session.speak(sentence))
 
             return frames
 
@@ -349,6 +360,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             cancel.set()
         if timing.frames == 0:
             raise RequestError("empty text: nothing to synthesize in the streamed request")
+        await self._send_audio(backend, shaper.finish(), timing)
         await self.write_event(AudioStop().event())
         await self.write_event(SynthesizeStopped().event())
         self._log_done(stream.request_id, resolved, backend, timing)
@@ -374,16 +386,46 @@ class PocketTtsEventHandler(AsyncEventHandler):
                     AudioChunk(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=pcm).event()
                 )
                 timing.frames += 1
+                timing.samples += len(pcm) // SAMPLE_WIDTH
                 slot.add_audio(frame_s)  # the scheduler learns how fast synthesis runs
+
+    async def _send_audio(self, backend: Backend, samples: np.ndarray, timing: _Timing) -> None:
+        """One more chunk after the frames (the stretcher's tail), if there is any."""
+        if samples.size:
+            rate = backend.model.sample_rate
+            await self.write_event(
+                AudioChunk(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=to_pcm16(samples)).event()
+            )
+            timing.samples += samples.size
 
     def _log_done(self, request_id: int, voice: str, backend: Backend, timing: _Timing) -> None:
         elapsed = time.monotonic() - timing.start
-        audio_s = timing.frames * backend.model.frame_size / backend.model.sample_rate
+        audio_s = timing.samples / backend.model.sample_rate
         first = (timing.first_audio or timing.start) - timing.start
         _LOGGER.info(
             "Request %d done: voice %s, %.2f s of audio in %.2f s, first audio after %.0f ms",
             request_id, voice, audio_s, elapsed, first * 1000,
         )  # fmt: skip
+
+
+def _reply_audio(backend: Backend, voice_name: str) -> ReplyAudio:
+    """The audio shaping of one reply, with the voice's rate and pauses (else the server's)."""
+    reply = backend.reply_options_for(voice_name)
+    return ReplyAudio(backend.model.sample_rate, reply.length_scale, reply.sentence_silence)
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of a one-shot text, as a streamed one would be cut; none unspeakable."""
+    detector = SentenceBoundaryDetector()
+    sentences = [*detector.add_chunk(text), detector.finish()]
+    return [sentence for sentence in sentences if any(char.isalnum() for char in sentence)] or [text]
+
+
+def _by_sentence(shaper: ReplyAudio, session: SessionLike, sentences: Iterable[str]) -> FrameIterator:
+    """A one-shot text spoken sentence by sentence, as a streamed reply is: a pause between
+    sentences needs their boundaries. Closing this closes the sentence being spoken."""
+    for sentence in sentences:
+        yield from shaper.sentence(session.speak(sentence))
 
 
 def _text_field(event: Event, event_type: str) -> str:

@@ -17,14 +17,30 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from wyoming.info import Info
 
 from ..core import GenerationOptions, ModelLike, VoiceInfo, VoiceSource, VoiceStateLike
+from ..settings import BY_NAME, Scope, check_fields, default
 from .info import build_info
 from .scheduler import SynthesisScheduler
 
 _LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReplyOptions:
+    """How the server shapes a reply around the engine: speaking rate and pauses.
+
+    The settings of scope "reply" (`wyoming_pocket_tts.settings`), server-wide or per voice.
+    """
+
+    length_scale: float = default("length_scale")
+    sentence_silence: float = default("sentence_silence")
+
+    def __post_init__(self) -> None:
+        check_fields("reply", self)
 
 
 @dataclass
@@ -34,13 +50,25 @@ class Backend:
     model: ModelLike
     voices: VoiceSource
     options: GenerationOptions
+    reply: ReplyOptions = ReplyOptions()
 
     def options_for(self, voice_name: str) -> GenerationOptions:
         """The server's options, under the voice's own settings from the voices file."""
+        own = self._voice_settings(voice_name, "generation")
+        return replace(self.options, **own) if own else self.options
+
+    def reply_options_for(self, voice_name: str) -> ReplyOptions:
+        """The server's reply options, under the voice's own settings from the voices file."""
+        own = self._voice_settings(voice_name, "reply")
+        return replace(self.reply, **own) if own else self.reply
+
+    def _voice_settings(self, voice_name: str, scope: Scope) -> dict[str, Any]:
+        """The voices file's settings of `voice_name` that belong to `scope`, by field."""
         for voice in self.voices.voices:
-            if voice.name == voice_name and voice.settings:
-                return replace(self.options, **voice.settings)
-        return self.options
+            if voice.name == voice_name:
+                chosen = (BY_NAME[name] for name in voice.settings)
+                return {s.field_name: voice.settings[s.name] for s in chosen if s.scope == scope}
+        return {}
 
 
 class LoadFailed(Exception):
