@@ -2,6 +2,7 @@
 
     python bench/server_latency.py 127.0.0.1:10200            # a running server
     python bench/server_latency.py --start --model demo --server-args "--voices-dir DIR"
+    python bench/server_latency.py --start --compare "--length-scale 1.25"
 
 Measures, over TCP with the `wyoming` client:
   * time to first audio (TTFA) of a one-shot `synthesize` of one sentence;
@@ -11,6 +12,10 @@ Measures, over TCP with the `wyoming` client:
     ("x real time"; above 1 means the audio is made faster than it plays), and its
     real-time factor RTF = wall time / audio time;
   * the same reply requested by two clients at once (how the two cores are shared).
+With `--compare ARGS` it starts two servers, the second with ARGS added to its options,
+and measures only first audio (one-shot, and streamed with LLM deltas), alternating the two
+request by request so that both see the same load: the ratio is the cost of ARGS (e.g. a
+length scale, or text normalisation off) to first audio.
 Prints a Markdown table. Only loopback addresses are used; every loop is bounded.
 """
 
@@ -153,6 +158,42 @@ async def bench(host: str, port: int, rounds: int, delta_delay: float) -> list[t
     return rows
 
 
+async def compare(base: tuple[str, int], variant: tuple[str, int], rounds: int,
+                  delta_delay: float) -> list[tuple[str, float, float]]:
+    """First audio (ms, medians) of `base` and `variant`, measured alternately, request by request."""
+    servers = (base, variant)
+    for host, port in servers:  # warm-up: first-use costs are not latency
+        await one_shot(host, port, ONE_SENTENCE)
+        await streamed(host, port, REPLY, 0.0)
+    kinds = {
+        "TTFA one-shot, 1 sentence": lambda host, port: one_shot(host, port, ONE_SENTENCE),
+        f"TTFA streamed, LLM deltas every {delta_delay * 1000:.0f} ms":
+            lambda host, port: streamed(host, port, REPLY, delta_delay),
+    }  # fmt: skip
+    rows = []
+    for name, request in kinds.items():
+        firsts: tuple[list[float], list[float]] = ([], [])
+        for index in range(2 * rounds):
+            # ABBA order: neither server is always the one that runs right after the other.
+            which = (index + index // 2) % 2
+            run = await request(*servers[which])
+            firsts[which].append(run.first_audio_s * 1000)
+        rows.append((name, _median(firsts[0]), _median(firsts[1])))
+    return rows
+
+
+def start_server(model: str, server_args: list[str]) -> tuple[subprocess.Popen[bytes], str, int]:
+    port = _free_port()
+    host = "127.0.0.1"
+    cmd = [sys.executable, "-m", "wyoming_pocket_tts", "--model", model,
+           "--uri", f"tcp://{host}:{port}", *server_args]  # fmt: skip
+    _LOGGER.info("starting: %s", " ".join(cmd))
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"server_latency-{port}.log", "wb")
+    _LOGGER.info("server log: %s", log.name)
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=log, stderr=log)
+    return proc, host, port
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -169,20 +210,21 @@ def main() -> None:
                         help="seconds between streamed deltas (an LLM's pace; default 0.05)")
     parser.add_argument("--server-args", default="",
                         help='with --start: more server options, e.g. "--voices-dir DIR --quantize"')
+    parser.add_argument("--compare", metavar="ARGS",
+                        help='with --start: first audio against a second server with these options '
+                             'added, e.g. "--length-scale 1.25"')
     args = parser.parse_args()
     server_args = shlex.split(args.server_args)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.compare is not None:
+        if not args.start:
+            parser.error("--compare needs --start")
+        _run_comparison(args.model, server_args, shlex.split(args.compare), args.rounds, args.delta_delay)
+        return
 
     proc = None
     if args.start:
-        port = _free_port()
-        host = "127.0.0.1"
-        cmd = [sys.executable, "-m", "wyoming_pocket_tts", "--model", args.model,
-               "--uri", f"tcp://{host}:{port}", *server_args]  # fmt: skip
-        _LOGGER.info("starting: %s", " ".join(cmd))
-        log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"server_latency-{port}.log", "wb")
-        _LOGGER.info("server log: %s", log.name)
-        proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=log, stderr=log)
+        proc, host, port = start_server(args.model, server_args)
     else:
         host, _, port_text = args.server.rpartition(":")
         host, port = host or "127.0.0.1", int(port_text)
@@ -196,6 +238,26 @@ def main() -> None:
     print(f"| {host}:{port} | |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")
+
+
+
+def _run_comparison(model: str, server_args: list[str], extra: list[str], rounds: int, delta_delay: float) -> None:
+    procs = []
+    try:
+        base = start_server(model, server_args)
+        procs.append(base[0])
+        variant = start_server(model, [*server_args, *extra])
+        procs.append(variant[0])
+        for _, host, port in (base, variant):
+            asyncio.run(wait_ready(host, port, timeout=300))
+        rows = asyncio.run(compare(base[1:], variant[1:], rounds, delta_delay))
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+    print(f"| {model}, {rounds} rounds each, alternating | base | {' '.join(extra)} | ratio |\n|---|---|---|---|")
+    for name, base_ms, variant_ms in rows:
+        print(f"| {name} (median) | {base_ms:.0f} ms | {variant_ms:.0f} ms | {variant_ms / base_ms:.2f} |")
 
 
 if __name__ == "__main__":
