@@ -1,0 +1,60 @@
+"""Written abbreviations ("z. B.", "approx.", "Nr. 5") expanded to the words said for them.
+
+The tables are in `languages.py`; this module turns them into one pattern per language.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from .languages import LANGUAGES, Abbreviation, Language
+
+# A full stop that also ended the sentence is kept: "lights, fans, etc. Then" -> "et cetera.".
+_ENDS_SENTENCE = re.compile(r"\s*(?:$|\n|[A-ZÄÖÜÀ-Þ])")
+
+
+def _key(written: str) -> str:
+    return re.sub(r"\s+", "", written).lower()
+
+
+def _pattern(abbreviation: Abbreviation) -> str:
+    chars = []
+    for index, char in enumerate(abbreviation.written):
+        chars.append(re.escape(char))
+        if char == "." and index < len(abbreviation.written) - 1:
+            chars.append(r"\s?")  # "z. B." and "z.B."
+    pattern = "".join(chars)
+    if abbreviation.written[-1].isalnum() or abbreviation.written[-1] in "°º":
+        pattern += r"(?!\w)"
+    if abbreviation.before_number:
+        pattern += r"(?=\s?\d)"
+    return pattern
+
+
+@functools.cache
+def _compiled(code: str) -> tuple[re.Pattern[str], dict[str, Abbreviation]]:
+    rules = LANGUAGES[code]
+    ordered = sorted(rules.abbreviations, key=lambda item: len(item.written), reverse=True)
+    alternatives = "|".join(f"(?:{_pattern(item)})" for item in ordered)
+    table = {_key(item.written): item for item in ordered}
+    return re.compile(rf"(?<![\w.])(?:{alternatives})", re.IGNORECASE), table
+
+
+def expand_abbreviations(text: str, rules: Language) -> str:
+    if "." not in text and "°" not in text and "º" not in text:
+        return text
+    pattern, table = _compiled(rules.code)
+
+    def expand(match: re.Match[str]) -> str:
+        abbreviation = table[_key(match.group(0))]
+        spoken = abbreviation.spoken
+        before = text[:match.start()].rstrip()
+        if match.group(0)[0].isupper() and (not before or before[-1] in ".!?…:"):
+            # "Approx. 3 kWh" starting a sentence is said "Approximately", and stays a start.
+            spoken = spoken[0].upper() + spoken[1:]
+        if abbreviation.may_end_sentence and _ENDS_SENTENCE.match(text, match.end()):
+            return spoken + "."
+        return spoken
+
+    return pattern.sub(expand, text)

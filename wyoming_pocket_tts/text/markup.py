@@ -1,0 +1,130 @@
+"""Markdown, links, URLs and emoji turned into plain, speakable text.
+
+Markdown is parsed with markdown-it-py (a CommonMark parser) rather than with regular
+expressions, so emphasis, nested lists and tables are read the way a renderer sees them.
+Emoji are found with the `emoji` package, which follows Unicode's emoji data (sequences,
+skin tones, flags), where a hand-written code-point range would miss or over-match.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from typing import TYPE_CHECKING
+
+from .languages import Language
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+# Only text with one of these goes through the parser: plain replies skip its ~100 µs.
+_MARKDOWN_HINT = re.compile(r"[*_`#|\[\]<>~]|^\s*(?:[-+]|\d+[.)])\s", re.MULTILINE)
+_SENTENCE_END = (".", "!", "?", "…", ":", ";")
+_URL = re.compile(r"\b(?:https?://|www\.)[^\s<>()\[\]\"']+", re.IGNORECASE)
+_URL_TRAILING_PUNCTUATION = ".,;:!?"
+_CODE_SEPARATORS = re.compile(r"[_./\\]+")
+_EMOJI_LEFTOVERS = re.compile("[\u200d\ufe0e\ufe0f\u20e3]")
+_SPACE_BEFORE_STOP = re.compile(r"[ \t]+([.,])")
+_SPACES = re.compile(r"(?<=\S)[ \t]{2,}")  # not indentation: it nests markdown lists
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    # markdown-it and emoji are imported on first use, not with the server (~150 ms).
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def markdown_to_text(text: str) -> str:
+    """Markdown as sentences: list items, headings and table rows each end a sentence."""
+    if not _MARKDOWN_HINT.search(text):
+        return text
+    blocks = _blocks(_parser().parse(text))
+    if len(blocks) <= 1:
+        return blocks[0] if blocks else ""
+    return " ".join(block if block.endswith(_SENTENCE_END) else block + "." for block in blocks)
+
+
+def _blocks(tokens: list[Token]) -> list[str]:
+    blocks: list[str] = []
+    header: list[str] = []
+    row: list[str] = []
+    in_head = in_cell = False
+    for token in tokens:
+        if token.type in ("th_open", "td_open", "th_close", "td_close"):
+            in_cell = token.type.endswith("_open")
+        elif token.type == "thead_open":
+            in_head = True
+        elif token.type == "thead_close":
+            in_head = False
+        elif token.type == "tr_open":
+            row = []
+        elif token.type == "tr_close":
+            if in_head:
+                header = row
+            elif row:
+                blocks.append(_table_row(header, row))
+        elif token.type == "inline":
+            words = _inline_text(token.children or [])
+            if in_cell:
+                row.append(words)
+            elif words:
+                blocks.append(words)
+    return blocks
+
+
+def _table_row(header: list[str], row: list[str]) -> str:
+    """A table row read as "Room: Kitchen, Temperature: 21 °C"."""
+    if len(header) != len(row):
+        return ", ".join(cell for cell in row if cell)
+    return ", ".join(f"{name}: {cell}" if name else cell
+                     for name, cell in zip(header, row) if cell)
+
+
+def _inline_text(children: list[Token]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if child.type == "text":
+            parts.append(child.content)
+        elif child.type == "code_inline":
+            # Entity ids and commands: "light.kitchen_lamp" is read as "light kitchen lamp".
+            parts.append(_CODE_SEPARATORS.sub(" ", child.content).strip())
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.type == "image":
+            parts.append(_inline_text(child.children or []))
+        # Emphasis, link markers and inline HTML carry no words: dropped.
+    return "".join(parts).strip()
+
+
+def shorten_urls(text: str, rules: Language) -> str:
+    """A bare URL is read as its host: "https://www.example.com/a?b" -> "example dot com"."""
+    if "://" not in text and "www." not in text.lower():
+        return text
+    return _URL.sub(lambda match: _speakable_url(match.group(0), rules), text)
+
+
+def _speakable_url(url: str, rules: Language) -> str:
+    trailing = ""
+    while url and url[-1] in _URL_TRAILING_PUNCTUATION:
+        trailing = url[-1] + trailing
+        url = url[:-1]
+    host = re.sub(r"^(?:https?://)?(?:www\.)?", "", url, flags=re.IGNORECASE)
+    host = re.split(r"[/?#:]", host, maxsplit=1)[0]
+    words = f" {rules.dot_word} ".join(part for part in host.split(".") if part)
+    return words + trailing
+
+
+def remove_emoji(text: str) -> str:
+    """Emoji dropped, with the space they leave: "Done ✅." -> "Done."."""
+    if all(ord(char) < 0x2000 and char not in "©®" for char in text):
+        return text
+    import emoji
+
+    stripped = _EMOJI_LEFTOVERS.sub("", emoji.replace_emoji(text, ""))
+    if stripped == text:
+        return text
+    return _SPACES.sub(" ", _SPACE_BEFORE_STOP.sub(r"\1", stripped)).strip()

@@ -1,0 +1,88 @@
+"""Number words: num2words for the words, plus the per-language glue it lacks.
+
+num2words reads cardinals, ordinals and years in all seven languages; what it does not
+do is agree a number with the noun after it ("ein Grad", "une heure", "veintiún euros"),
+read decimals as people say them, or spell codes digit by digit. That glue is here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from .languages import Language
+
+
+@functools.lru_cache(maxsize=4096)
+def cardinal(number: int, language: str) -> str:
+    # Cached: num2words takes 10-300 µs per call, and replies repeat the same few numbers.
+    words = _num2words()(number, lang=language)
+    # num2words writes "one thousand, two hundred": the comma would be read as a pause.
+    return words.replace(",", "") if language == "en" else words
+
+
+@functools.lru_cache(maxsize=1024)
+def ordinal(number: int, language: str) -> str:
+    return _num2words()(number, lang=language, to="ordinal")
+
+
+@functools.lru_cache(maxsize=1024)
+def year(number: int, language: str) -> str:
+    return _num2words()(number, lang=language, to="year")
+
+
+def _num2words() -> Callable[..., str]:
+    # Imported on first use, not with the server: `--version` and `--help` must stay fast.
+    from num2words import num2words
+
+    return num2words
+
+
+def digits(text: str, rules: Language) -> str:
+    """Each digit on its own: phone numbers, codes, leading zeros."""
+    return " ".join(cardinal(int(digit), rules.code) for digit in text if digit.isdigit())
+
+
+def before_noun(number: int, rules: Language, feminine: bool = False) -> str:
+    """A cardinal agreeing with the noun after it: "ein Grad", "une heure", "veintiún euros"."""
+    words = cardinal(number, rules.code)
+    code = rules.code
+    if code == "de" and words.endswith("eins"):
+        return words[:-1] + ("e" if feminine else "")
+    if code == "fr" and feminine and words.endswith("un"):
+        return words + "e"
+    if code in ("es", "it") and words.endswith("uno"):
+        if feminine:
+            return words[:-1] + "a"
+        return words[:-3] + ("ún" if code == "es" and words != "uno" else "un")
+    if code == "pt" and feminine:
+        if words.endswith("um"):
+            return words + "a"
+        if words.endswith("dois"):
+            return words[:-4] + "duas"
+    return words
+
+
+def feminine_ordinal(words: str, code: str) -> str:
+    """Romance ordinals are masculine in num2words: "primeiro" -> "primeira"."""
+    if code in ("it", "pt", "es"):
+        return " ".join(word[:-1] + "a" if word.endswith("o") else word for word in words.split())
+    if code == "fr" and words == "premier":
+        return "première"
+    return words
+
+
+def decimal(negative: bool, whole: int, fraction: str, rules: Language) -> str:
+    """A number with its fraction as written ("19.5", "0.05"), in words.
+
+    English, German and Dutch read the fraction digit by digit ("neunzehn Komma fünf");
+    the Romance languages read a short fraction without leading zero as a number
+    ("quatre virgule vingt").
+    """
+    sign = rules.minus_word + " " if negative else ""
+    whole_words = cardinal(whole, rules.code)
+    if rules.code in ("fr", "it", "es", "pt") and len(fraction) <= 2 and fraction[0] != "0":
+        fraction_words = cardinal(int(fraction), rules.code)
+    else:
+        fraction_words = digits(fraction, rules)
+    return f"{sign}{whole_words} {rules.decimal_word} {fraction_words}"

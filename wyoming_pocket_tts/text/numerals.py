@@ -1,0 +1,413 @@
+"""Numbers in context: money, dates, times, durations, ranges, units, ordinals, codes.
+
+Each kind of written number is one regular expression and one function that says it.
+They run in a fixed order, most specific first ("2027-03-14" is a date before it is
+three numbers), and each turns its digits into words, so later passes never see them.
+The patterns are hand-written: no pure-Python library reads these forms in seven
+languages (heavy normalisers such as NeMo are out), and num2words only names numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .languages import LANGUAGES, Language
+from .numbers import before_noun, cardinal, decimal, digits, feminine_ordinal, ordinal, year
+from .units import CURRENCIES, CURRENCY_SIGNS, UNITS, Noun
+
+Pass = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A written number, parsed: "-1.234,5" -> negative, 1234, "5"."""
+
+    negative: bool
+    whole: int
+    fraction: str  # digits after the decimal separator, as written ("05")
+
+    def singular(self, rules: Language) -> bool:
+        if rules.code == "fr":  # French: "1,5 kilomètre", "zéro degré"
+            return self.whole < 2
+        return self.whole == 1 and not self.fraction
+
+
+# "20 ºC": the ordinal indicator typed for the degree sign (Spanish and Portuguese keyboards).
+_ORDINAL_FOR_DEGREE = re.compile(r"(?<=\d)(\s?)º(?=[CF]\b)")
+
+
+def rewrite_numerals(text: str, rules: Language) -> str:
+    if not any(char.isdigit() for char in text):
+        return text
+    text = _ORDINAL_FOR_DEGREE.sub(r"\1°", text)
+    for pattern, say in _passes(rules.code):
+        text = pattern.sub(say, text)
+    return _spell_leftover_digits(text, rules)
+
+
+def _spell_leftover_digits(text: str, rules: Language) -> str:
+    """Whatever digit no pattern claimed (superscripts, other scripts) is read alone."""
+    if not any(char.isdigit() for char in text):
+        return text
+    return "".join(f" {cardinal(unicodedata.digit(char, 0), rules.code)} " if char.isdigit()
+                   else char for char in text)
+
+
+@functools.cache
+def _passes(code: str) -> tuple[Pass, ...]:
+    return _Speaker(LANGUAGES[code]).passes()
+
+
+class _Speaker:
+    """The patterns and their readings for one language (built once per language)."""
+
+    def __init__(self, rules: Language) -> None:
+        self.rules = rules
+        self.code = rules.code
+        self.units: dict[str, Noun] = UNITS[rules.code]
+        self.currencies = CURRENCIES[rules.code]
+        separators = re.escape(("," if not rules.decimal_comma else ".'’") + rules.thousands_spaces)
+        self.number_re = rf"(?:\d{{1,3}}(?:[{separators}]\d{{3}})+(?!\d)|\d+)(?:[.,]\d+)?"
+        self._parse_re = re.compile(
+            rf"(\d{{1,3}}(?:[{separators}]\d{{3}})+|\d+)(?:[.,](\d+))?")
+        symbols = sorted(self.units, key=len, reverse=True)
+        self.unit_re = "|".join(re.escape(symbol) for symbol in symbols)
+        month_names = {name.lower(): index + 1 for index, name in enumerate(rules.months)}
+        month_names.update({alias.lower(): month for alias, month in rules.month_aliases.items()})
+        self.month_numbers = month_names
+        written = [*rules.months, *rules.month_aliases]
+        # English months are capitalised ("you may 5 times" is no date); others are not.
+        self.month_re = "|".join(sorted(map(re.escape, written), key=len, reverse=True))
+        if rules.code != "en":
+            self.month_re = f"(?i:{self.month_re})"
+
+    # --- building blocks -------------------------------------------------------------
+
+    def amount(self, sign: str | None, written: str) -> Amount | None:
+        match = self._parse_re.fullmatch(written)
+        if match is None:
+            return None
+        whole = int("".join(char for char in match.group(1) if char.isdigit()))
+        return Amount(sign in ("-", "−"), whole, match.group(2) or "")
+
+    def say_amount(self, amount: Amount, feminine: bool = False) -> str:
+        if amount.fraction:
+            return decimal(amount.negative, amount.whole, amount.fraction, self.rules)
+        words = before_noun(amount.whole, self.rules, feminine)
+        return f"{self.rules.minus_word} {words}" if amount.negative else words
+
+    def previous_word(self, match: re.Match[str]) -> str:
+        found = re.search(r"(\w+)\s*$", match.string[:match.start()])
+        return found.group(1).lower() if found else ""
+
+    # --- passes ----------------------------------------------------------------------
+
+    def passes(self) -> tuple[Pass, ...]:
+        num, sign = self.number_re, r"(?P<sign>(?<![\w.,:])[-−+])?"
+        currency = r"US\$|[$€£]|\b(?:CHF|EUR|USD|GBP)\b|\bFr\."
+        found: list[Pass] = [
+            (re.compile(rf"{sign}(?P<cur>{currency})\s?(?P<num>{num})"), self.money),
+            (re.compile(rf"{sign}(?P<num>{num})\s?(?P<cur>[$€£]|(?:CHF|EUR|USD|GBP)\b)"), self.money),
+            # ISO dates, with the time an ISO timestamp may carry ("2027-03-14T18:40:00Z").
+            (re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+                        r"(?:[T ](?P<hh>\d{2}):(?P<mi>\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"),
+             self.numeric_date),
+            (re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b"), self.numeric_date),
+            (re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"), self.slashed_date),
+            (re.compile(rf"\b(?P<day>\d{{1,2}})(?:\.|st|nd|rd|th|er|re|ère|º|°|ª|e)?\s+(?:of\s+|de\s+)?"
+                        rf"(?P<month>{self.month_re})\b(?:,?\s+(?:de\s+)?(?P<y>\d{{4}})\b)?"),
+             self.named_date),
+        ]
+        if self.code == "en":
+            found.append((re.compile(rf"\b(?P<month>{self.month_re})\.?\s+(?P<day>\d{{1,2}})"
+                                     rf"(?:st|nd|rd|th)?\b(?:,?\s+(?P<y>\d{{4}})\b)?"), self.named_date))
+        if self.code == "de":  # "am 14.03." (no year)
+            found.append((re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?!\d)"), self.numeric_date))
+        found += [
+            # "10:00–12:00": the dash is said ("to"); each time is read by the next pass.
+            (re.compile(r"\b(?P<first>\d{1,2}:\d{2})\s?[–—-]\s?(?=\d{1,2}:\d{2})"),
+             lambda match: f"{match.group('first')} {self.rules.to_word} "),
+            (re.compile(r"\b(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?(?![\d:])"
+                        r"(?:\s?(?P<ampm>[AaPp][Mm]|[AaPp]\.\s?[Mm](?P<dot>\.)?)(?!\w))?"
+                        r"(?:\s?(?:Uhr|uur|h)\b)?"), self.clock),
+            (re.compile(r"\b(?P<h>\d{1,2})h(?P<m>\d{2})\b"), self.clock),
+            # "18.30 Uhr": a dot between hours and minutes, when the clock word follows.
+            (re.compile(r"\b(?P<h>\d{1,2})\.(?P<m>\d{2})\s?(?:Uhr|uur|h)\b"), self.clock),
+        ]
+        if self.code == "en":
+            found += [
+                (re.compile(r"\b(?P<h>\d{1,2})\s?(?P<ampm>AM|PM|am|pm|a\.m(?P<dot>\.)?|p\.m(?P<dot2>\.)?)(?!\w)"),
+                 self.clock),
+                (re.compile(r"\b(?P<decade>(?:1[0-9]|20)?[1-9]0)'?s\b"), self.decade),
+            ]
+        found += [
+            (re.compile(rf"(?P<a>{sign}{num})\s?[–—-]\s?(?=[-−]?{num}\s?(?:{self.unit_re})(?!\w))"),
+             self.range_start),
+            (re.compile(rf"{sign}(?P<num>{num})\s?(?P<unit>{self.unit_re})(?![\w/²³])"), self.with_unit),
+            (re.compile(rf"(?:(?<=[^\W\d])(?P<slash>/)|(?<=\s){self.rules.per_word}\s)(?P<unit>{self.unit_re})(?![\w/²³])"),
+             self.per_unit),
+            *self.ordinal_passes(),
+            (re.compile(r"\b[vV](?P<parts>\d+(?:\.\d+){2,})\b|\b(?P<bare>\d+(?:\.\d+){2,})\b"),
+             self.version),
+            (re.compile(r"\b[vV](?P<v>\d+(?:\.\d+)?)\b"), self.short_version),
+            (re.compile(r"(?<![\w+])(?P<phone>(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,5}\)\s?)?"
+                        r"\d{2,5}(?:[\s./-]\d{2,8}){1,5})(?![\w])"), self.phone),
+            (re.compile(rf"(?P<a>{sign}{num})\s?(?:–|—|-(?=\d))\s?(?=[-−]?\d)"), self.range_start),
+            (re.compile(r"(?<!\d[.,])\b(?P<code>[A-Za-z\d]*(?:[A-Za-z]\d|\d[A-Za-z])[A-Za-z\d]*(?:[.,]\d+\b)?)"),
+             self.code_word),
+            (re.compile(r"(?<![\d/])(?P<a>\d{1,3})/(?P<b>\d{1,3})(?![\d/])"), self.fraction),
+            (re.compile(r"(?<![\w.,])(?<!\d[ \u00a0\u202f\u2009])(?P<digits>0\d+|\d{5,})(?![\w]|[.,]\d)"),
+             self.digit_string),
+            (re.compile(r"(?<![\w.,])(?P<y>1[1-9]\d\d|20\d\d)(?![\w]|[.,]\d)"), self.bare_year),
+            (re.compile(rf"{sign}(?P<num>{num})"), self.plain),
+        ]
+        return tuple(found)
+
+    def ordinal_passes(self) -> list[Pass]:
+        if self.code == "en":
+            return [(re.compile(r"\b(?P<n>\d+)(?:st|nd|rd|th)\b"), self.ordinal_word)]
+        if self.code == "fr":
+            return [(re.compile(r"\b(?P<n>\d+)(?P<suffix>ère|re|er|ème|eme|nde|nd|e)\b"), self.ordinal_word)]
+        if self.code == "nl":
+            return [(re.compile(r"\b(?P<n>\d+)(?:ste|de|e)\b"), self.ordinal_word)]
+        if self.code == "de":
+            articles = "|".join(self.rules.ordinal_case_words)
+            return [(re.compile(rf"\b(?P<article>(?i:{articles}))\s+(?P<n>\d{{1,3}})\.(?=\s+\w)"),
+                     self.german_ordinal)]
+        # Italian, Spanish, Portuguese: "1º", "1.ª", "3° piano".
+        return [(re.compile(r"\b(?P<n>\d{1,3})\.?(?P<suffix>[ºª°])(?!\w)"), self.ordinal_word)]
+
+    # --- readings ---------------------------------------------------------------------
+
+    def money(self, match: re.Match[str]) -> str:
+        amount = self.amount(match.group("sign"), match.group("num"))
+        if amount is None:
+            return match.group(0)
+        main, minor = self.currencies[CURRENCY_SIGNS[match.group("cur")]]
+        sign = f"{self.rules.minus_word} " if amount.negative else ""
+        if len(amount.fraction) > 2:  # "0.125 €" per kWh: a decimal, not cents
+            return f"{self.say_amount(amount)} {main.plural}"
+        cents = int(amount.fraction.ljust(2, "0")) if amount.fraction else 0
+        whole_words = f"{before_noun(amount.whole, self.rules, main.feminine)} " \
+                      f"{main.form(amount.whole == 1 or (self.code == 'fr' and amount.whole < 2))}"
+        cent_words = f"{before_noun(cents, self.rules, minor.feminine)} {minor.form(cents == 1)}"
+        if not cents:
+            return sign + whole_words
+        if not amount.whole:
+            return sign + cent_words
+        return f"{sign}{whole_words} {self.rules.and_word} {cent_words}"
+
+    def numeric_date(self, match: re.Match[str]) -> str:
+        groups = match.groupdict()
+        spoken = self.date(match, int(groups["d"]), int(groups["m"]), groups.get("y"))
+        if groups.get("hh") is None or spoken == match.group(0):
+            return spoken
+        hour, minute = int(groups["hh"]), int(groups["mi"])
+        if hour > 23 or minute > 59:
+            return match.group(0)
+        time_words = self.english_clock(hour, minute, "") if self.code == "en" \
+            else self.clock_words(hour, minute)
+        return f"{spoken} {time_words}"
+
+    def slashed_date(self, match: re.Match[str]) -> str:
+        first, second = int(match.group("a")), int(match.group("b"))
+        day, month = (second, first) if self.code == "en" else (first, second)
+        return self.date(match, day, month, match.group("y"))
+
+    def named_date(self, match: re.Match[str]) -> str:
+        month = self.month_numbers[match.group("month").lower().rstrip(".")]
+        return self.date(match, int(match.group("day")), month, match.group("y"))
+
+    def date(self, match: re.Match[str], day: int, month: int, year_text: str | None) -> str:
+        if not (1 <= day <= 31 and 1 <= month <= 12):
+            return match.group(0)
+        month_name = self.rules.months[month - 1]
+        year_words = year(int(year_text), self.code) if year_text else ""
+        code = self.code
+        if code == "en":
+            spoken = f"{month_name} {ordinal(day, code)}" + (f", {year_words}" if year_words else "")
+            return spoken
+        if code == "de":
+            ending = self.rules.ordinal_case_words.get(self.previous_word(match), "r")
+            spoken = f"{ordinal(day, code)}{ending} {month_name}"
+        elif code in ("fr", "it", "pt", "es") and day == 1:
+            spoken = f"{ordinal(1, code)} {month_name}"
+        else:
+            spoken = f"{cardinal(day, code)} {month_name}"
+        if code in ("es", "pt"):
+            spoken = spoken.replace(f" {month_name}", f" de {month_name}")
+            return spoken + (f" de {year_words}" if year_words else "")
+        return spoken + (f" {year_words}" if year_words else "")
+
+    def clock(self, match: re.Match[str]) -> str:
+        groups = match.groupdict()
+        hour, minute = int(groups["h"]), int(groups.get("m") or 0)
+        seconds, ampm = groups.get("s"), (groups.get("ampm") or "").replace(".", "").replace(" ", "")
+        if seconds is not None and not ampm:
+            return self.duration(match, hour, minute, int(seconds))
+        if minute > 59 or hour > 24 or (ampm and not 1 <= hour <= 12):
+            return match.group(0)
+        trailing_stop = "." if (groups.get("dot") or groups.get("dot2")) and re.match(
+            r"\s*(?:$|[A-ZÄÖÜÉ])", match.string[match.end():]) else ""
+        if self.code == "en":
+            return self.english_clock(hour, minute, ampm.upper()) + trailing_stop
+        if ampm:
+            hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
+        return self.clock_words(hour, minute) + trailing_stop
+
+    def english_clock(self, hour: int, minute: int, ampm: str) -> str:
+        hour_words = cardinal(hour, "en")
+        if not minute:
+            if ampm:
+                return f"{hour_words} {ampm}"
+            return f"{hour_words} hundred" if hour > 12 or hour == 0 else f"{hour_words} o'clock"
+        minute_words = ("oh " if minute < 10 else "") + cardinal(minute, "en")
+        return f"{hour_words} {minute_words}" + (f" {ampm}" if ampm else "")
+
+    def clock_words(self, hour: int, minute: int) -> str:
+        code, rules = self.code, self.rules
+        minutes = cardinal(minute, code) if minute else ""
+        if code == "de":
+            return f"{before_noun(hour, rules)} Uhr" + (f" {minutes}" if minutes else "")
+        if code == "nl":
+            return f"{cardinal(hour, code)} uur" + (f" {minutes}" if minutes else "")
+        if code == "fr":
+            heures = "heure" if hour < 2 else "heures"
+            return f"{before_noun(hour, rules, True)} {heures}" + (f" {minutes}" if minutes else "")
+        hours = before_noun(hour, rules, True)
+        if minutes:
+            return f"{hours} {rules.and_word} {minutes}"
+        return {"it": f"{hours} in punto", "es": f"{hours} en punto"}.get(
+            code, f"{hours} {'hora' if hour == 1 else 'horas'}")
+
+    def duration(self, match: re.Match[str], hours: int, minutes: int, seconds: int) -> str:
+        if minutes > 59 or seconds > 59:
+            return match.group(0)
+        parts = [f"{before_noun(value, self.rules, self.units[unit].feminine)} "
+                 f"{self.units[unit].form(value == 1)}"
+                 for value, unit in ((hours, "h"), (minutes, "min"), (seconds, "s")) if value]
+        if not parts:
+            return f"{cardinal(0, self.code)} {self.units['s'].plural}"
+        if len(parts) == 1:
+            return parts[0]
+        return ", ".join(parts[:-1]) + f" {self.rules.and_word} {parts[-1]}"
+
+    def decade(self, match: re.Match[str]) -> str:
+        written = match.group("decade")
+        words = year(int(written), "en") if len(written) == 4 else cardinal(int(written), "en")
+        return words[:-1] + "ies" if words.endswith("y") else words + "s"
+
+    def range_start(self, match: re.Match[str]) -> str:
+        written = match.group("a")
+        if re.fullmatch(r"1[1-9]\d\d|20\d\d", written) and re.match(
+                r"(?:1[1-9]\d\d|20\d\d)(?!\d)", match.string[match.end():]):
+            return f"{year(int(written), self.code)} {self.rules.to_word} "  # "2020-2024"
+        amount = self.amount(written[0] if written[0] in "-−+" else None, written.lstrip("-−+"))
+        if amount is None:
+            return match.group(0)
+        return f"{self.say_amount(amount)} {self.rules.to_word} "
+
+    def with_unit(self, match: re.Match[str]) -> str:
+        unit = match.group("unit")
+        after = match.string[match.end():]
+        if unit == "°" and self.code in ("it", "es", "pt") and re.match(r"\s+[^\W\d]", after):
+            return match.group(0)  # "3° piano" is an ordinal: left for the ordinal pass
+        amount = self.amount(match.group("sign"), match.group("num"))
+        if amount is None:
+            return match.group(0)
+        noun = self.units[unit]
+        words = self.say_amount(amount, noun.feminine)
+        if match.group("sign") == "+":
+            words = f"{self.rules.plus_word} {words}"
+        name = noun.form(amount.singular(self.rules))
+        if self.code == "it" and words.endswith("una") and name[0] in "aeiou":
+            return f"{words[:-1]}'{name}"  # "un'ora"
+        return f"{words} {name}"
+
+    def per_unit(self, match: re.Match[str]) -> str:
+        """ "0,31 €/kWh", "Cent pro kWh": the unit named once, after the language's "per"."""
+        spoken = f"{self.rules.per_word} {self.units[match.group('unit')].singular}"
+        return f" {spoken}" if match.group("slash") else spoken
+
+    def ordinal_word(self, match: re.Match[str]) -> str:
+        number = int(match.group("n"))
+        words = ordinal(number, self.code)
+        suffix = match.groupdict().get("suffix") or ""
+        if suffix in ("ª", "re", "ère", "nde"):
+            words = feminine_ordinal(words, self.code)
+        return words
+
+    def german_ordinal(self, match: re.Match[str]) -> str:
+        article = match.group("article")
+        ending = self.rules.ordinal_case_words[article.lower()]
+        return f"{article} {ordinal(int(match.group('n')), 'de')}{ending}"
+
+    def version(self, match: re.Match[str]) -> str:
+        written = match.group("parts") or match.group("bare")
+        parts = written.split(".")
+        if match.group("bare") and self.rules.decimal_comma and all(len(part) == 3 for part in parts[1:]) \
+                and len(parts[0]) <= 3:
+            return match.group(0)  # "1.234.567" is a number with thousands separators
+        # "2024.6.1": Home Assistant's versions start with the year.
+        first = year(int(parts[0]), self.code) if re.fullmatch(r"1[1-9]\d\d|20\d\d", parts[0]) \
+            else cardinal(int(parts[0]), self.code)
+        words = f" {self.rules.dot_word} ".join(
+            [first, *(cardinal(int(part), self.code) for part in parts[1:])])
+        return f"{self.rules.version_word} {words}" if match.group("parts") else words
+
+    def short_version(self, match: re.Match[str]) -> str:
+        amount = self.amount(None, match.group("v"))
+        if amount is None:
+            return match.group(0)
+        return f"{self.rules.version_word} {self.say_amount(amount)}"
+
+    def phone(self, match: re.Match[str]) -> str:
+        written = match.group("phone")
+        digit_count = sum(char.isdigit() for char in written)
+        looks_dialled = written[0] in "+(0" or "-" in written or "/" in written
+        year_range = re.fullmatch(r"(?:1[1-9]\d\d|20\d\d)[–-](?:1[1-9]\d\d|20\d\d)", written)
+        if digit_count < 7 or not looks_dialled or year_range:
+            return match.group(0)
+        groups = re.findall(r"\d+", written)
+        spoken = ", ".join(digits(group, self.rules) for group in groups)
+        return f"{self.rules.plus_word} {spoken}" if written.startswith("+") else spoken
+
+    def code_word(self, match: re.Match[str]) -> str:
+        """A code mixing letters and digits ("PM2.5", "A4", "ABC1234"): read in its parts."""
+        parts = []
+        for part in re.findall(r"[A-Za-z]+|\d+(?:[.,]\d+)?", match.group("code")):
+            if not part[0].isdigit():
+                parts.append(part)
+            elif len(part) > 3 and part.isdigit():
+                parts.append(digits(part, self.rules))
+            else:
+                amount = self.amount(None, part)
+                parts.append(self.say_amount(amount) if amount else digits(part, self.rules))
+        return " ".join(parts)
+
+    def fraction(self, match: re.Match[str]) -> str:
+        written = match.group(0)
+        if written in self.rules.fractions:
+            return self.rules.fractions[written]
+        return f"{cardinal(int(match.group('a')), self.code)} {self.rules.over_word} " \
+               f"{cardinal(int(match.group('b')), self.code)}"
+
+    def digit_string(self, match: re.Match[str]) -> str:
+        return digits(match.group("digits"), self.rules)
+
+    def bare_year(self, match: re.Match[str]) -> str:
+        return year(int(match.group("y")), self.code)
+
+    def plain(self, match: re.Match[str]) -> str:
+        sign = match.group("sign")
+        amount = self.amount(sign, match.group("num"))
+        if amount is None:
+            return match.group(0)
+        words = self.say_amount(amount)
+        if match.end() < len(match.string) and match.string[match.end()].isalpha():
+            words += " "  # "1.5x": the letter after the number stays a word of its own
+        return f"{self.rules.plus_word} {words}" if sign == "+" else words

@@ -1,0 +1,106 @@
+"""Streamed text cut into sentences, without cutting after "3.", "1." or "z. B.".
+
+A drop-in for `sentence_stream.SentenceBoundaryDetector` as the server uses it
+(`add_chunk(text)` yields finished sentences, `finish()` returns the rest), written here
+because that detector knows no language: it cuts "am 3. März" after "3." and numbered
+list items after "1.". A sentence is released as soon as the next one has visibly
+started (one non-space character after the boundary), so first audio comes as early.
+Line breaks end sentences too (list items, headings), except inside a code fence, a
+table or a paragraph that wraps onto a line starting in lower case.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .languages import LANGUAGES, language_rules
+
+# End punctuation with closing quotes/brackets, then space, then the next sentence's start.
+_BOUNDARY = re.compile(r"(?P<end>[.!?…]+[\"'”’»)\]]*)(?=\s+(?P<next>\S))|(?P<newline>\n)(?=[ \t\n]*(?P<line>\S))")
+_LAST_TOKENS = re.compile(r"(?:(\S+)\s)?(\S+)$")
+# "1." opening a sentence, a line or a list after ":" is a list marker in every language;
+# German also writes ordinals so ("am 3. März", "der 1. Platz").
+_LIST_MARKER = re.compile(r"(?:^|[\n:])\s*\d{1,3}\.$")
+_GERMAN_ORDINAL = re.compile(r"(?:^|\s)\d{1,3}\.$")
+_INITIAL = re.compile(r"(?:^|\s)[A-ZÀ-ÖØ-Þ]\.$")  # "J. R. R.", not "9 h."
+_FENCE = "```"
+
+
+class SentenceSplitter:
+    """Cuts streamed text into sentences with knowledge of one language's abbreviations."""
+
+    def __init__(self, language: str | None = None) -> None:
+        """`language`: a code as for `normalize`; None (not known yet, e.g. while the model
+        loads) applies every language's abbreviations and German ordinals, which can only
+        join two sentences, never cut one."""
+        chosen = [language_rules(language)] if language is not None else list(LANGUAGES.values())
+        self._ordinal_dots = any(rules.code == "de" for rules in chosen)
+        self._abbreviations = {re.sub(r"\s+", "", item.written).lower(): item
+                               for rules in reversed(chosen) for item in rules.abbreviations}
+        # "z." followed by "B": the first part of "z. B.", not a sentence end.
+        self._openings = {key[:index + 2] for key in self._abbreviations
+                          for index, char in enumerate(key[:-1]) if char == "."}
+        self._text = ""
+
+    @property
+    def pending_chars(self) -> int:
+        """Characters received but not yet released as a sentence."""
+        return len(self._text)
+
+    def add_chunk(self, chunk: str) -> Iterator[str]:
+        """Add streamed text; yield each sentence that is now complete."""
+        self._text += chunk
+        start = 0
+        while (cut := self._next_cut(start)) is not None:
+            sentence, self._text = self._text[:cut].strip(), self._text[cut:].lstrip()
+            start = 0
+            if sentence:
+                yield sentence
+
+    def finish(self) -> str:
+        """The text after the last sentence end; the splitter is empty afterwards."""
+        rest, self._text = self._text.strip(), ""
+        return rest
+
+    def _next_cut(self, start: int) -> int | None:
+        for match in _BOUNDARY.finditer(self._text, start):
+            if self._text.count(_FENCE, 0, match.start()) % 2:
+                continue  # inside a code block: it is dropped or read whole
+            if match.group("newline"):
+                if self._line_continues(match):
+                    continue
+                return match.end()
+            if self._is_boundary(self._text[:match.end()], match.group("end"), match.group("next")):
+                return match.end()
+        return None
+
+    def _line_continues(self, match: re.Match[str]) -> bool:
+        line_start = self._text.rfind("\n", 0, match.start()) + 1
+        line = self._text[line_start:match.start()].lstrip()
+        following = match.group("line")
+        if line.startswith("|") and following == "|":
+            return True  # a table is read as a whole, its rows as sentences
+        return following.islower() or not line  # a wrapped paragraph, or a blank line
+
+    def _is_boundary(self, before: str, end: str, following: str) -> bool:
+        if end != ".":
+            return True  # "!", "?", "…", "?!" and closing quotes always end a sentence
+        if following.islower():
+            return False  # "approx. the", "env. trois": no new sentence
+        if _LIST_MARKER.search(before.strip()) or _INITIAL.search(before) or (
+                self._ordinal_dots and _GERMAN_ORDINAL.search(before)):
+            return False  # "1. Eier", "J. R. R.", "am 3. März"
+        tokens = _LAST_TOKENS.search(before)
+        if tokens is None:
+            return True
+        for candidate in (tokens.group(2), (tokens.group(1) or "") + tokens.group(2)):
+            if (candidate + following).lower() in self._openings:
+                return False
+            abbreviation = self._abbreviations.get(candidate.lower())
+            if abbreviation is None:
+                continue
+            if abbreviation.before_number:
+                return not following.isdigit()  # "Nr. 5" goes on; "I said no. Then" ends
+            return abbreviation.may_end_sentence and following.isupper()
+        return True
