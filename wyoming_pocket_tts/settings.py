@@ -198,6 +198,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("sentence_silence", float, 0.0, "seconds of silence between the sentences of a reply (0-10)",
             "reply", minimum=0.0, maximum=10.0, per_voice=True, metavar="SECONDS",
             addon=AddonOption("sentence_silence", unset=0.0)),
+    Setting("normalize", bool, True,
+            "send the text to the model as written: no rewriting of numbers, units, dates, markdown "
+            "and emoji as words", "reply", flag="--no-normalize", addon=AddonOption("normalize_text")),
     Setting("decode_steps", int, None, "flow decode steps per frame (default 1)", "generation", minimum=1),
     Setting("eos_threshold", float, None, "end-of-speech threshold (default: the model's)", "generation"),
     Setting("quantize", bool, False, "int8 dynamic quantization: faster, CPU only", "server",

@@ -105,6 +105,11 @@ def load_backend(config: ServerConfig) -> Backend:
     names = [voice.name for voice in voices.voices]
     _LOGGER.info("%d voice(s), default %s: %s", len(names), voices.default_name, ", ".join(names))
     voices.start_preencoding()
+    if config.reply.normalize:
+        from ..text import warm_up
+
+        # Its libraries and patterns now, while the voices encode, not on the first reply.
+        warm_up(config.language or (tuple(model.languages) or ("en",))[0])
     return Backend(model=model, voices=voices, options=config.generation, reply=config.reply)
 
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sentence_stream import SentenceBoundaryDetector
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
@@ -40,9 +39,10 @@ from wyoming.tts import (
 
 from ..audio import ReplyAudio
 from ..core import EngineError, SessionLike, TextError
+from ..text import SentenceSplitter, normalize
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot
-from .service import Backend, LoadFailed, TtsService, error_text
+from .service import Backend, LoadFailed, ReplyOptions, TtsService, error_text
 from .synthesis import FrameIterator, stream_pcm, to_pcm16
 
 _LOGGER = logging.getLogger(__name__)
@@ -68,8 +68,9 @@ class _TextStream:
 
     request_id: int
     voice_name: str | None
+    # Knows the language's abbreviations, ordinals and list markers ("am 3. März", "1. Milk").
+    splitter: SentenceSplitter
     sentences: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
-    detector: SentenceBoundaryDetector = field(default_factory=SentenceBoundaryDetector)
     chars: int = 0
 
 
@@ -201,7 +202,10 @@ class PocketTtsEventHandler(AsyncEventHandler):
         if SynthesizeStart.is_type(event.type):
             if self._stream is not None:
                 raise RequestError("synthesize-start received while a streamed request is open")
-            stream = _TextStream(self._service.next_request_id(), _voice_name(event))
+            voice_name = _voice_name(event)
+            # The voice's language once the model is loaded; before that, every language's rules.
+            splitter = SentenceSplitter(self._service.text_language(voice_name))
+            stream = _TextStream(self._service.next_request_id(), voice_name, splitter)
             _LOGGER.info(
                 "Request %d from %s: streamed, voice %s",
                 stream.request_id, self._peer, stream.voice_name or "(default)",
@@ -214,10 +218,9 @@ class PocketTtsEventHandler(AsyncEventHandler):
             stream = self._require_stream("synthesize-chunk")
             text = _text_field(event, "synthesize-chunk")
             stream.chars += len(text)
-            for sentence in stream.detector.add_chunk(text):
+            for sentence in stream.splitter.add_chunk(text):
                 stream.sentences.put_nowait(sentence)
-            pending = len(stream.detector.remaining_text) + len(stream.detector.current_sentence)
-            if pending > MAX_PENDING_TEXT_CHARS:
+            if stream.splitter.pending_chars > MAX_PENDING_TEXT_CHARS:
                 raise RequestError(
                     f"streamed text has no sentence end in {MAX_PENDING_TEXT_CHARS} characters"
                 )
@@ -226,7 +229,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         if SynthesizeStop.is_type(event.type):
             stream = self._require_stream("synthesize-stop")
             _LOGGER.debug("Request %d: text complete, %d characters", stream.request_id, stream.chars)
-            rest = stream.detector.finish()
+            rest = stream.splitter.finish()
             if rest:
                 stream.sentences.put_nowait(rest)
             stream.sentences.put_nowait(None)
@@ -293,13 +296,16 @@ class PocketTtsEventHandler(AsyncEventHandler):
                       (time.monotonic() - timing.start) * 1000)  # fmt: skip
         cancel = threading.Event()
         options = backend.options_for(resolved)
-        shaper = _reply_audio(backend, resolved)
+        reply = backend.reply_options_for(resolved)
+        shaper = _reply_audio(backend, reply)
+        language = backend.language_for(resolved)
 
         def frames() -> FrameIterator:
+            spoken = _spoken(text, language, reply)
             if shaper.sentence_silence == 0:
-                return shaper.sentence(backend.model.synthesize(text, voice, options, cancel))
+                return shaper.sentence(backend.model.synthesize(spoken, voice, options, cancel))
             session = backend.model.session(voice, options, cancel)
-            return _by_sentence(shaper, session, _sentences(text))
+            return _by_sentence(shaper, session, _sentences(spoken, language))
 
         try:
             async with self._service.scheduler.slot(Priority.NEW) as slot:
@@ -321,8 +327,10 @@ class PocketTtsEventHandler(AsyncEventHandler):
         cancel = threading.Event()
         timing = _Timing()
         options = backend.options_for(resolved)
+        reply = backend.reply_options_for(resolved)
         # One for the whole reply: the stretch runs on across sentences, without a seam.
-        shaper = _reply_audio(backend, resolved)
+        shaper = _reply_audio(backend, reply)
+        language = backend.language_for(resolved)
         session: Any = None
 
         def speak(sentence: str) -> Callable[[], FrameIterator]:
@@ -331,7 +339,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 if session is None:
                     # One session per response: its decoder state carries across sentences.
                     session = backend.model.session(voice, options, cancel)
-                return shaper.sentence(session.speak(sentence))
+                return shaper.sentence(session.speak(_spoken(sentence, language, reply)))
 
             return frames
 
@@ -408,16 +416,21 @@ class PocketTtsEventHandler(AsyncEventHandler):
         )  # fmt: skip
 
 
-def _reply_audio(backend: Backend, voice_name: str) -> ReplyAudio:
+def _reply_audio(backend: Backend, reply: ReplyOptions) -> ReplyAudio:
     """The audio shaping of one reply, with the voice's rate and pauses (else the server's)."""
-    reply = backend.reply_options_for(voice_name)
     return ReplyAudio(backend.model.sample_rate, reply.length_scale, reply.sentence_silence)
 
 
-def _sentences(text: str) -> list[str]:
-    """The sentences of a one-shot text, as a streamed one would be cut; none unspeakable."""
-    detector = SentenceBoundaryDetector()
-    sentences = [*detector.add_chunk(text), detector.finish()]
+def _spoken(text: str, language: str, reply: ReplyOptions) -> str:
+    """The text as the model is to read it: in words, unless normalisation is off. Runs in
+    the synthesis worker, before the engine's own text preparation."""
+    return normalize(text, language) if reply.normalize else text
+
+
+def _sentences(text: str, language: str) -> list[str]:
+    """The sentences of a one-shot text, as a streamed one is cut; none unspeakable."""
+    splitter = SentenceSplitter(language)
+    sentences = [*splitter.add_chunk(text), splitter.finish()]
     return [sentence for sentence in sentences if any(char.isalnum() for char in sentence)] or [text]
 
 

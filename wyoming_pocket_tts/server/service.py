@@ -31,13 +31,15 @@ _LOGGER = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ReplyOptions:
-    """How the server shapes a reply around the engine: speaking rate and pauses.
+    """How the server shapes a reply around the engine: text as words, speaking rate, pauses.
 
     The settings of scope "reply" (`wyoming_pocket_tts.settings`), server-wide or per voice.
     """
 
     length_scale: float = default("length_scale")
     sentence_silence: float = default("sentence_silence")
+    # Rewrite numbers, units, markdown and emoji as words first (`wyoming_pocket_tts.text`).
+    normalize: bool = default("normalize")
 
     def __post_init__(self) -> None:
         check_fields("reply", self)
@@ -61,6 +63,14 @@ class Backend:
         """The server's reply options, under the voice's own settings from the voices file."""
         own = self._voice_settings(voice_name, "reply")
         return replace(self.reply, **own) if own else self.reply
+
+    def language_for(self, voice_name: str | None) -> str:
+        """The language the voice's text is read in: the voice's, else the model's, else en."""
+        name = voice_name or self.voices.default_name
+        for voice in self.voices.voices:
+            if voice.name == name and voice.languages:
+                return voice.languages[0]
+        return (tuple(self.model.languages) or ("en",))[0]
 
     def _voice_settings(self, voice_name: str, scope: Scope) -> dict[str, Any]:
         """The voices file's settings of `voice_name` that belong to `scope`, by field."""
@@ -200,6 +210,10 @@ class TtsService:
         if backend is None:
             return build_info(self.model_name, self._preview, loading=True)
         return build_info(self.model_name, backend.voices.voices)
+
+    def text_language(self, voice_name: str | None) -> str | None:
+        """The language a voice's text is read in; None while the model loads."""
+        return None if self._backend is None else self._backend.language_for(voice_name)
 
     async def get_voice(self, backend: Backend, name: str | None) -> tuple[str, VoiceStateLike]:
         """The voice to use (the default for None or an unknown name); may encode it first."""
