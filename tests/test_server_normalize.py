@@ -10,20 +10,19 @@ its normalised form give the same audio, and `--no-normalize` a different one.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
 from server_fixtures import (
     FakeModel,
     FakeVoices,
+    Response,
     ServerProcess,
-    describe,
     ha_stream,
     inprocess_server,
     one_shot,
     start_server_process,
-    wait_port,
+    wait_voices,
 )
 
 from wyoming_pocket_tts.core import GenerationOptions
@@ -44,11 +43,33 @@ def deltas(text: str, size: int = 4) -> list[str]:
     return [text[start : start + size] for start in range(0, len(text), size)]
 
 
-def fake_backend(model: FakeModel, reply: ReplyOptions = ReplyOptions()):
+def fake_backend(model: FakeModel, reply: ReplyOptions):
     def load() -> Backend:
         return Backend(model=model, voices=FakeVoices(), options=GenerationOptions(), reply=reply)
 
     return load
+
+
+async def request(port: int, mode: str, text: str) -> Response:
+    """One reply, one-shot or streamed as Home Assistant streams an LLM's deltas."""
+    if mode == "one-shot":
+        return await one_shot(port, text)
+    response, _ = await ha_stream(port, deltas(text), pause=0.0)
+    return response
+
+
+def engine_texts(tmp_path: Path, mode: str, text: str, reply: ReplyOptions = ReplyOptions()) -> list[str]:
+    """What the fake engine is asked to say for one request to an in-process server; for a
+    request that fails, ["error: MESSAGE"], and the engine must have been asked nothing."""
+    model = FakeModel(frame_delay=0.0)
+
+    async def go() -> Response:
+        async with inprocess_server(fake_backend(model, reply), tmp_path) as port:
+            return await request(port, mode, text)
+
+    response = run(go())
+    assert response.error is None or not model.log.texts, response.error
+    return model.log.texts if response.error is None else [f"error: {response.error}"]
 
 
 def test_words_are_what_the_normaliser_says() -> None:
@@ -60,71 +81,32 @@ def test_words_are_what_the_normaliser_says() -> None:
 
 
 def test_one_shot_text_reaches_the_engine_normalised(tmp_path) -> None:
-    model = FakeModel(frame_delay=0.0)
-
-    async def go():
-        async with inprocess_server(fake_backend(model), tmp_path) as port:
-            return await one_shot(port, "It is 19.5 °C and **cloudy** ☁️.")
-
-    response = run(go())
-    assert response.error is None, response.error
-    assert model.log.texts == ["It is nineteen point five degrees Celsius and cloudy."]
+    texts = engine_texts(tmp_path, "one-shot", "It is 19.5 °C and **cloudy** ☁️.")
+    assert texts == ["It is nineteen point five degrees Celsius and cloudy."]
 
 
 def test_streamed_sentences_are_split_with_the_language_then_normalised(tmp_path) -> None:
-    model = FakeModel(frame_delay=0.0)
-
-    async def go():
-        async with inprocess_server(fake_backend(model), tmp_path) as port:
-            response, _ = await ha_stream(port, deltas(REPLY), pause=0.0)
-            return response
-
-    response = run(go())
-    assert response.error is None, response.error
     # Not cut after "Dr." nor after the list markers "1." and "2."; the emoji is dropped.
-    assert model.log.texts == ["Doctor Smith comes at four ten PM.", "Your list:", "Milk", "Eggs",
-                               "It is nineteen point five degrees Celsius."]  # fmt: skip
+    assert engine_texts(tmp_path, "streamed", REPLY) == [
+        "Doctor Smith comes at four ten PM.", "Your list:", "Milk", "Eggs",
+        "It is nineteen point five degrees Celsius.",
+    ]  # fmt: skip
 
 
 def test_one_shot_with_pauses_is_split_after_normalising(tmp_path) -> None:
-    model = FakeModel(frame_delay=0.0)
-
-    async def go():
-        reply = ReplyOptions(sentence_silence=0.2)
-        async with inprocess_server(fake_backend(model, reply), tmp_path) as port:
-            return await one_shot(port, "Dr. Smith comes at 4:10 PM. It is 19.5 °C.")
-
-    response = run(go())
-    assert response.error is None, response.error
-    assert model.log.texts == ["Doctor Smith comes at four ten PM.", "It is nineteen point five degrees Celsius."]
+    texts = engine_texts(tmp_path, "one-shot", "Dr. Smith comes at 4:10 PM. It is 19.5 °C.",
+                         ReplyOptions(sentence_silence=0.2))  # fmt: skip
+    assert texts == ["Doctor Smith comes at four ten PM.", "It is nineteen point five degrees Celsius."]
 
 
 @pytest.mark.parametrize("mode", ["one-shot", "streamed"])
 def test_no_normalize_sends_the_text_as_written(tmp_path, mode: str) -> None:
-    model = FakeModel(frame_delay=0.0)
-
-    async def go():
-        async with inprocess_server(fake_backend(model, ReplyOptions(normalize=False)), tmp_path) as port:
-            if mode == "one-shot":
-                return await one_shot(port, RAW)
-            response, _ = await ha_stream(port, deltas(RAW), pause=0.0)
-            return response
-
-    response = run(go())
-    assert response.error is None, response.error
-    assert model.log.texts == [RAW]
+    assert engine_texts(tmp_path, mode, RAW, ReplyOptions(normalize=False)) == [RAW]
 
 
 def test_a_reply_of_emoji_alone_is_a_clear_error(tmp_path) -> None:
-    model = FakeModel(frame_delay=0.0)
-
-    async def go():
-        async with inprocess_server(fake_backend(model), tmp_path) as port:
-            return await one_shot(port, "👍🎉")
-
-    response = run(go())
-    assert response.error is not None and "cannot speak this text" in response.error
-    assert model.log.texts == []
+    [error] = engine_texts(tmp_path, "one-shot", "👍🎉")
+    assert error.startswith("error: cannot speak this text")
 
 
 # -- the real server ---------------------------------------------------------------------
@@ -132,12 +114,7 @@ def test_a_reply_of_emoji_alone_is_a_clear_error(tmp_path) -> None:
 
 def _start(tmp_path: Path, *extra: str) -> ServerProcess:
     proc = start_server_process(tmp_path, "--eos-threshold", "1000000000", *extra)
-    run(wait_port(proc.port, timeout=30))
-    deadline = time.monotonic() + 120
-    while not run(describe(proc.port))[0].tts[0].voices:
-        assert proc.proc.poll() is None, proc.log()
-        assert time.monotonic() < deadline, proc.log()
-        time.sleep(0.2)
+    wait_voices(proc)
     return proc
 
 
@@ -157,10 +134,7 @@ def servers(tmp_path_factory):
 
 
 def _audio_bytes(proc: ServerProcess, text: str, mode: str) -> int:
-    if mode == "one-shot":
-        response = run(one_shot(proc.port, text))
-    else:
-        response, _ = run(ha_stream(proc.port, deltas(text), pause=0.0))
+    response = run(request(proc.port, mode, text))
     assert response.error is None, response.error
     return len(response.audio)
 

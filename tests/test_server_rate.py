@@ -10,8 +10,6 @@ values 1.25 and 0.5 s; the voices of its voices file override them (or not).
 from __future__ import annotations
 
 import asyncio
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +23,7 @@ from server_fixtures import (
     ha_stream,
     one_shot,
     start_server_process,
-    wait_port,
+    wait_voices,
 )
 
 from wyoming_pocket_tts.__main__ import build_parser
@@ -78,12 +76,7 @@ def server(tmp_path_factory) -> ServerProcess:
         "--length-scale", str(SERVER_LENGTH_SCALE), "--sentence-silence", str(SERVER_SENTENCE_SILENCE),
     )  # fmt: skip
     try:
-        run(wait_port(proc.port, timeout=30))
-        deadline = time.monotonic() + 120
-        while not run(describe(proc.port))[0].tts[0].voices:
-            assert proc.proc.poll() is None, proc.log()
-            assert time.monotonic() < deadline, proc.log()
-            time.sleep(0.2)
+        wait_voices(proc)
         yield proc
     finally:
         code = proc.stop()
