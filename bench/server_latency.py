@@ -3,7 +3,7 @@
     python bench/server_latency.py 127.0.0.1:10200            # a running server
     python bench/server_latency.py --start --model demo --server-args "--voices-dir DIR"
     python bench/server_latency.py --start --compare "--length-scale 1.25"
-    python bench/server_latency.py --start --compare "--no-normalize" --written
+    python bench/server_latency.py --start --compare=--no-normalize --written
 
 Measures, over TCP with the `wyoming` client:
   * time to first audio (TTFA) of a one-shot `synthesize` of one sentence;
