@@ -2,6 +2,8 @@
 
     python bench/server_latency.py 127.0.0.1:10200            # a running server
     python bench/server_latency.py --start --model demo --server-args "--voices-dir DIR"
+    python bench/server_latency.py --start --compare "--length-scale 1.25"
+    python bench/server_latency.py --start --compare=--no-normalize --written
 
 Measures, over TCP with the `wyoming` client:
   * time to first audio (TTFA) of a one-shot `synthesize` of one sentence;
@@ -16,6 +18,10 @@ Measures, over TCP with the `wyoming` client:
     up)"), then
     `--rounds` more: first audio of that first request after start against the later
     ones (the start-up warm-up must not make the first one slower).
+With `--compare ARGS` it starts two servers, the second with ARGS added to its options,
+and measures only first audio (one-shot, and streamed with LLM deltas), alternating the two
+request by request so that both see the same load: the ratio is the cost of ARGS (e.g. a
+length scale, or text normalisation off) to first audio.
 Prints a Markdown table. Only loopback addresses are used; every loop is bounded.
 """
 
@@ -31,7 +37,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from wyoming.audio import AudioChunk
@@ -45,6 +53,12 @@ ONE_SENTENCE = "The living room lights are now switched off."
 REPLY = (
     "Sure, I turned off the lights in the living room. The kitchen lights are still on. "
     "It is twenty one degrees inside and the front door is locked. Is there anything else?"
+)
+# --written: what Home Assistant and LLM agents write (numbers, units, markdown, emoji).
+WRITTEN_SENTENCE = "It is 19.5 °C in the living room, the heating is set to 21 °C."
+WRITTEN_REPLY = (
+    "**Done!** 👍 I turned off 3 lights at 4:10 PM:\n1. Kitchen, 12 W\n2. Hall, 7.5 W\n"
+    "Outside it is -2 °C with 87 % humidity. Is there anything else?"
 )
 
 
@@ -79,16 +93,17 @@ async def _read(client: AsyncTcpClient, run: Run, started: float, until: str) ->
             return
 
 
-async def one_shot(host: str, port: int, text: str) -> Run:
+async def one_shot(host: str, port: int, text: str, until: str = "audio-stop") -> Run:
+    """`until` "audio-chunk": hang up at first audio (the server cancels the rest)."""
     run = Run()
     async with AsyncTcpClient(host, port) as client:
         started = time.perf_counter()
         await client.write_event(Synthesize(text=text).event())
-        await _read(client, run, started, "audio-stop")
+        await _read(client, run, started, until)
     return run
 
 
-async def streamed(host: str, port: int, text: str, delta_delay: float) -> Run:
+async def streamed(host: str, port: int, text: str, delta_delay: float, until: str = "synthesize-stopped") -> Run:
     run = Run()
     async with AsyncTcpClient(host, port) as client:
         started = time.perf_counter()
@@ -103,8 +118,12 @@ async def streamed(host: str, port: int, text: str, delta_delay: float) -> Run:
             await client.write_event(SynthesizeStop().event())
 
         writer = asyncio.create_task(write())
-        await _read(client, run, started, "synthesize-stopped")
-        await writer
+        await _read(client, run, started, until)
+        if until == "synthesize-stopped":
+            await writer
+        else:
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
     return run
 
 
@@ -230,6 +249,56 @@ async def bench(host: str, port: int, rounds: int, delta_delay: float) -> list[t
     return rows
 
 
+async def compare(base: tuple[str, int], variant: tuple[str, int], rounds: int, delta_delay: float,
+                  settle: Callable[[], None], texts: tuple[str, str] = (ONE_SENTENCE, REPLY),
+                  ) -> list[tuple[str, list[float], list[float]]]:
+    """First audio (ms) of `base` and `variant`, measured alternately, request by request.
+
+    Each request hangs up at its first audio chunk (the server cancels the rest within a
+    frame), and the next one starts once `settle()` returns (both servers idle), so a long
+    reply (a model without an end of speech) does not make the comparison slow.
+    """
+    servers = (base, variant)
+    first = "audio-chunk"
+    sentence, reply = texts
+    for host, port in servers:  # warm-up: first-use costs are not latency
+        await one_shot(host, port, sentence, first)
+        await streamed(host, port, reply, 0.0, first)
+    kinds = {
+        "TTFA one-shot, 1 sentence": lambda host, port: one_shot(host, port, sentence, first),
+        f"TTFA streamed, LLM deltas every {delta_delay * 1000:.0f} ms":
+            lambda host, port: streamed(host, port, reply, delta_delay, first),
+    }  # fmt: skip
+    rows = []
+    for name, request in kinds.items():
+        firsts: tuple[list[float], list[float]] = ([], [])
+        for index in range(2 * rounds):
+            # ABBA order: neither server is always the one that runs right after the other.
+            which = (index + index // 2) % 2
+            run = await request(*servers[which])
+            firsts[which].append(run.first_audio_s * 1000)
+            settle()
+        rows.append((name, *firsts))
+    return rows
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_idle(pids: list[int], quiet_s: float = 0.3, limit_s: float = 0.03, timeout_s: float = 10.0) -> None:
+    """Until the processes used under `limit_s` of CPU over `quiet_s` (at most `timeout_s`):
+    a cancelled synthesis or a warm-up must not run into the next measurement."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        before = sum(_cpu_seconds(pid) for pid in pids)
+        time.sleep(quiet_s)
+        if sum(_cpu_seconds(pid) for pid in pids) - before < limit_s:
+            return
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -248,9 +317,21 @@ def main() -> None:
                         help='with --start: more server options, e.g. "--voices-dir DIR --quantize"')
     parser.add_argument("--starts", type=int, default=0,
                         help="with --start: only measure the first request after N fresh starts")
+    parser.add_argument("--compare", metavar="ARGS",
+                        help='with --start: first audio against a second server with these options '
+                             'added, e.g. "--length-scale 1.25"')
+    parser.add_argument("--written", action="store_true",
+                        help="with --compare: texts as Home Assistant and LLMs write them (numbers, "
+                             "units, markdown, emoji) instead of plain prose")
     args = parser.parse_args()
     server_args = shlex.split(args.server_args)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.compare is not None:
+        if not args.start:
+            parser.error("--compare needs --start")
+        texts = (WRITTEN_SENTENCE, WRITTEN_REPLY) if args.written else (ONE_SENTENCE, REPLY)
+        _run_comparison(args.model, server_args, shlex.split(args.compare), args.rounds, args.delta_delay, texts)
+        return
 
     if args.starts:
         if not args.start:
@@ -275,6 +356,33 @@ def main() -> None:
     print(f"| {host}:{port} | |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")
+
+
+
+def _run_comparison(model: str, server_args: list[str], extra: list[str], rounds: int, delta_delay: float,
+                    texts: tuple[str, str]) -> None:
+    procs = []
+    try:
+        base = start_server(model, server_args)
+        procs.append(base[0])
+        variant = start_server(model, [*server_args, *extra])
+        procs.append(variant[0])
+        for _, host, port in (base, variant):
+            asyncio.run(wait_ready(host, port, timeout=300))
+        settle = partial(wait_idle, [proc.pid for proc in procs])
+        settle()  # the warm-ups
+        rows = asyncio.run(compare(base[1:], variant[1:], rounds, delta_delay, settle, texts))
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+    kind = "written" if texts[0] != ONE_SENTENCE else "prose"
+    print(f"| {model}, {kind}, {rounds} rounds each, alternating | base | {' '.join(extra)} | ratio |\n"
+          "|---|---|---|---|")
+    for name, base_ms, variant_ms in rows:
+        ratio = _median(variant_ms) / _median(base_ms)
+        print(f"| {name}, median (min) | {_median(base_ms):.0f} ({min(base_ms):.0f}) ms "
+              f"| {_median(variant_ms):.0f} ({min(variant_ms):.0f}) ms | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

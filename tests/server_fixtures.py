@@ -380,6 +380,16 @@ async def describe(port: int, timeout: float = 5.0) -> tuple[Info, float]:
                 return Info.from_event(event), time.monotonic() - started
 
 
+def wait_voices(server: ServerProcess, timeout: float = 120.0) -> None:
+    """Until a server process listens and lists its voices (its model is loaded)."""
+    asyncio.run(wait_port(server.port, timeout=30))
+    deadline = time.monotonic() + timeout
+    while not asyncio.run(describe(server.port))[0].tts[0].voices:
+        assert server.proc.poll() is None, server.log()
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.2)
+
+
 async def one_shot(port: int, text: str, voice: str | None = None, timeout: float = 30.0) -> Response:
     async with AsyncTcpClient("127.0.0.1", port) as client:
         synth_voice = SynthesizeVoice(name=voice) if voice else None

@@ -313,6 +313,8 @@ def test_every_addon_option_reaches_the_server_command_line() -> None:
     for setting in ADDON_SETTINGS:
         name = setting.addon.name
         value = "en" if setting.pattern else samples[setting.kind if setting.kind in samples else str]
+        if setting.kind is bool:
+            value = not addon_options.DEFAULTS[name]  # normalize_text is on by default
         if setting.addon.schema == "catalog":
             value = "french"
         command = build_command({**addon_options.DEFAULTS, name: value}, LAYOUT)
@@ -358,7 +360,8 @@ HEAD = [PY, "-m", "wyoming_pocket_tts", "--uri", "tcp://0.0.0.0:10200", "--data-
         (
             "options_full.json",
             HEAD + ["--model", "french_24l", "--language", "fr-CA", "--voice", "mum", "--voices", "/share/pocket_tts/voices.yaml",
-                    "--voices-dir", "/share/other_voices", "--temperature", "0.7", "--quantize",
+                    "--voices-dir", "/share/other_voices", "--temperature", "0.7", "--length-scale", "1.2",
+                    "--sentence-silence", "0.5", "--no-normalize", "--quantize",
                     "--threads", "4", "--voice-cache-size", "16", "--debug"],
             {"HF_HOME": "/data/huggingface", "HF_TOKEN": "hf_secret_token_123"},
         ),
@@ -433,6 +436,9 @@ def test_real_server_accepts_the_command_line(sample: str) -> None:
     assert args.debug is options["debug"]
     assert args.voice_cache_size == options["voice_cache_size"]
     assert args.temperature == pytest.approx(options["temperature"])
+    assert args.length_scale == pytest.approx(options["length_scale"])
+    assert args.sentence_silence == pytest.approx(options["sentence_silence"])
+    assert args.normalize is options["normalize_text"]
     assert args.threads == (options["threads"] or None)
     assert args.language == (options["language"] or None)
 

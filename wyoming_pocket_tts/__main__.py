@@ -23,7 +23,7 @@ from . import __version__
 from .core import GenerationOptions
 from .server.app import ServerConfig, StartError, serve
 from .server.logsafe import RepeatLimiter
-from .server.service import LoadFailed
+from .server.service import LoadFailed, ReplyOptions
 from .server.zeroconf import zeroconf_available
 from .settings import SETTINGS, VOICE_FILE_SUFFIXES, Setting, SettingError, values_for
 from .voices.config import VoiceConfigError, VoiceLibraryConfig
@@ -189,6 +189,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             more_models=models[1:],
             library=VoiceLibraryConfig(**values_for("library", values)),
             generation=GenerationOptions(**values_for("generation", values, drop_none=True)),
+            reply=ReplyOptions(**values_for("reply", values)),
         )
     except (SettingError, VoiceConfigError) as err:
         raise UsageError(str(err)) from None

@@ -6,8 +6,9 @@ a voices-file entry may set it for one voice (`per_voice`), and its add-on optio
 From `SETTINGS` are derived:
 
 - the command line (`wyoming_pocket_tts.__main__.build_parser`),
-- the config objects (`values_for` fills `ServerConfig`, `VoiceLibraryConfig` and
-  `GenerationOptions`), which validate with `Setting.check`, so validation lives here only,
+- the config objects (`values_for` fills `ServerConfig`, `VoiceLibraryConfig`,
+  `GenerationOptions` and `ReplyOptions`), which validate with `Setting.check`, so
+  validation lives here only,
 - the voices file's per-voice keys (`PER_VOICE`),
 - the add-on's options and their command line (`addon/addon_options.py`); a test checks
   config.yaml and translations/en.yaml against this declaration.
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Scope = Literal["server", "library", "generation", "cli"]
+# "reply": how the server shapes a reply around the engine (text in, audio out).
+Scope = Literal["server", "library", "generation", "reply", "cli"]
 # How the add-on turns an option into the server's command line.
 AddonPlace = Literal["argv", "share_path", "voice", "env"]
 
@@ -214,6 +216,16 @@ SETTINGS: tuple[Setting, ...] = (
             metavar="TOKEN", addon=AddonOption("hf_token", unset="", secret=True, place="env", env="HF_TOKEN")),
     Setting("temperature", float, None, "sampling temperature (default: the model's)", "generation",
             minimum=0.0, per_voice=True, addon=AddonOption("temperature", default=0.3, maximum=2.0)),
+    # The bounds are the audio package's (a test holds them equal): 0.5-2.0, 0-10 s.
+    Setting("length_scale", float, 1.0,
+            "speaking rate as Piper's length scale: 1.25 slower, 0.8 faster, pitch kept (0.5-2.0)", "reply",
+            minimum=0.5, maximum=2.0, per_voice=True, metavar="X", addon=AddonOption("length_scale", unset=1.0)),
+    Setting("sentence_silence", float, 0.0, "seconds of silence between the sentences of a reply (0-10)",
+            "reply", minimum=0.0, maximum=10.0, per_voice=True, metavar="SECONDS",
+            addon=AddonOption("sentence_silence", unset=0.0)),
+    Setting("normalize", bool, True,
+            "send the text to the model as written: no rewriting of numbers, units, dates, markdown "
+            "and emoji as words", "reply", flag="--no-normalize", addon=AddonOption("normalize_text")),
     Setting("decode_steps", int, None, "flow decode steps per frame (default 1)", "generation", minimum=1),
     Setting("eos_threshold", float, None, "end-of-speech threshold (default: the model's)", "generation"),
     Setting("quantize", bool, False, "int8 dynamic quantization: faster, CPU only", "server",

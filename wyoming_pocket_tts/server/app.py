@@ -39,7 +39,7 @@ from .handler import PocketTtsEventHandler
 from .model_facts import ModelFacts, is_custom_config, model_facts
 from .models import ModelEntry, model_label
 from .scheduler import SynthesisScheduler
-from .service import Backend, Loader, TtsService
+from .service import Backend, Loader, ReplyOptions, TtsService
 from .zeroconf import Announcement, announce
 
 _LOGGER = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ class ServerConfig:
     model: str
     library: VoiceLibraryConfig
     generation: GenerationOptions = GenerationOptions()
+    reply: ReplyOptions = ReplyOptions()
     hf_token: str | None = None
     quantize: bool = False
     threads: int | None = None
@@ -145,7 +146,12 @@ def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: i
     _LOGGER.info("Model %s: %d voice(s), default %s: %s", config.models[index], len(names), voices.default_name,
                  ", ".join(names))  # fmt: skip
     voices.start_preencoding()
-    return Backend(model=model, voices=voices, options=config.generation,
+    if config.reply.normalize:
+        from ..text import warm_up
+
+        # Its libraries and patterns now, while the voices encode, not on the first reply.
+        warm_up((languages or tuple(model.languages) or ("en",))[0])
+    return Backend(model=model, voices=voices, options=config.generation, reply=config.reply,
                    languages=languages or tuple(model.languages))  # fmt: skip
 
 

@@ -34,12 +34,12 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from sentence_stream import SentenceBoundaryDetector
+import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
@@ -54,13 +54,15 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from ..core import EngineError, TextError, VoiceError
+from ..audio import ReplyAudio
+from ..core import EngineError, SessionLike, TextError, VoiceError
 from ..settings import default
+from ..text import SentenceSplitter, normalize
 from .logsafe import clip
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot, SlotBusy
-from .service import Backend, LoadFailed, TtsService, error_text
-from .synthesis import FrameIterator, stream_pcm
+from .service import Backend, LoadFailed, ReplyOptions, TtsService, error_text
+from .synthesis import FrameIterator, stream_pcm, to_pcm16
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -91,8 +93,9 @@ class _TextStream:
 
     request_id: int
     voice_name: str | None
+    # Knows the language's abbreviations, ordinals and list markers ("am 3. März", "1. Milk").
+    splitter: SentenceSplitter
     sentences: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
-    detector: SentenceBoundaryDetector = field(default_factory=SentenceBoundaryDetector)
     chars: int = 0
 
 
@@ -103,6 +106,8 @@ class _Timing:
     start: float = field(default_factory=time.monotonic)
     first_audio: float | None = None
     frames: int = 0
+    # Samples sent: frames times the length scale, plus the pauses.
+    samples: int = 0
 
 
 class PocketTtsEventHandler(AsyncEventHandler):
@@ -276,7 +281,10 @@ class PocketTtsEventHandler(AsyncEventHandler):
             if self._stream is not None:
                 raise RequestError("synthesize-start received while a streamed request is open")
             self._check_queue()
-            stream = _TextStream(self._service.next_request_id(), _voice_name(event))
+            voice_name = _voice_name(event)
+            # The language of the voice's model (every language's rules if not known yet).
+            splitter = SentenceSplitter(self._service.text_language(voice_name))
+            stream = _TextStream(self._service.next_request_id(), voice_name, splitter)
             _LOGGER.info(
                 "Request %d from %s: streamed, voice %s",
                 stream.request_id, self._peer, clip(stream.voice_name or "(default)"),
@@ -289,10 +297,9 @@ class PocketTtsEventHandler(AsyncEventHandler):
             stream = self._require_stream("synthesize-chunk")
             text = _text_field(event, "synthesize-chunk")
             stream.chars += len(text)
-            for sentence in stream.detector.add_chunk(text):
+            for sentence in stream.splitter.add_chunk(text):
                 stream.sentences.put_nowait(sentence)
-            pending = len(stream.detector.remaining_text) + len(stream.detector.current_sentence)
-            if pending > MAX_PENDING_TEXT_CHARS:
+            if stream.splitter.pending_chars > MAX_PENDING_TEXT_CHARS:
                 raise RequestError(
                     f"streamed text has no sentence end in {MAX_PENDING_TEXT_CHARS} characters"
                 )
@@ -301,7 +308,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         if SynthesizeStop.is_type(event.type):
             stream = self._require_stream("synthesize-stop")
             _LOGGER.debug("Request %d: text complete, %d characters", stream.request_id, stream.chars)
-            rest = stream.detector.finish()
+            rest = stream.splitter.finish()
             if rest:
                 stream.sentences.put_nowait(rest)
             stream.sentences.put_nowait(None)
@@ -384,9 +391,16 @@ class PocketTtsEventHandler(AsyncEventHandler):
                       (time.monotonic() - timing.start) * 1000)  # fmt: skip
         cancel = threading.Event()
         options = backend.options_for(resolved)
+        reply = backend.reply_options_for(resolved)
+        shaper = _reply_audio(backend, reply)
+        language = backend.language_for(resolved)
 
         def frames() -> FrameIterator:
-            return backend.model.synthesize(text, voice, options, cancel)
+            spoken = _spoken(text, language, reply)
+            if shaper.sentence_silence == 0:
+                return shaper.sentence(backend.model.synthesize(spoken, voice, options, cancel))
+            session = backend.model.session(voice, options, cancel)
+            return _by_sentence(shaper, session, _sentences(spoken, language))
 
         try:
             async with self._service.scheduler.slot(Priority.NEW, self._slot_wait) as slot:
@@ -398,6 +412,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             self._service.release(backend)
         if timing.frames == 0:
             raise RequestError("the engine produced no audio for this text")
+        await self._send_audio(backend, shaper.finish(), timing)
         await self.write_event(AudioStop().event())
         self._log_done(request_id, resolved, backend, timing)
 
@@ -408,6 +423,10 @@ class PocketTtsEventHandler(AsyncEventHandler):
         cancel = threading.Event()
         timing = _Timing()
         options = backend.options_for(resolved)
+        reply = backend.reply_options_for(resolved)
+        # One for the whole reply: the stretch runs on across sentences, without a seam.
+        shaper = _reply_audio(backend, reply)
+        language = backend.language_for(resolved)
         session: Any = None
 
         def speak(sentence: str) -> Callable[[], FrameIterator]:
@@ -416,7 +435,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 if session is None:
                     # One session per response: its decoder state carries across sentences.
                     session = backend.model.session(voice, options, cancel)
-                return session.speak(sentence)
+                return shaper.sentence(session.speak(_spoken(sentence, language, reply)))
 
             return frames
 
@@ -450,6 +469,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             self._service.release(backend)
         if timing.frames == 0:
             raise RequestError("empty text: nothing to synthesize in the streamed request")
+        await self._send_audio(backend, shaper.finish(), timing)
         await self.write_event(AudioStop().event())
         await self.write_event(SynthesizeStopped().event())
         self._log_done(stream.request_id, resolved, backend, timing)
@@ -475,6 +495,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                     AudioChunk(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=pcm).event(), slot
                 )
                 timing.frames += 1
+                timing.samples += len(pcm) // SAMPLE_WIDTH
                 slot.add_audio(frame_s)  # the scheduler learns how fast synthesis runs
 
     async def _write_audio(self, event: Event, slot: Slot) -> None:
@@ -506,14 +527,48 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 ) from None
         _LOGGER.debug("Client %s reads again: synthesis resumed", self._peer)
 
+    async def _send_audio(self, backend: Backend, samples: np.ndarray, timing: _Timing) -> None:
+        """One more chunk after the frames (the stretcher's tail), if there is any."""
+        if samples.size:
+            rate = backend.model.sample_rate
+            await self.write_event(
+                AudioChunk(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=to_pcm16(samples)).event()
+            )
+            timing.samples += samples.size
+
     def _log_done(self, request_id: int, voice: str, backend: Backend, timing: _Timing) -> None:
         elapsed = time.monotonic() - timing.start
-        audio_s = timing.frames * backend.model.frame_size / backend.model.sample_rate
+        audio_s = timing.samples / backend.model.sample_rate
         first = (timing.first_audio or timing.start) - timing.start
         _LOGGER.info(
             "Request %d done: voice %s, %.2f s of audio in %.2f s, first audio after %.0f ms",
             request_id, voice, audio_s, elapsed, first * 1000,
         )  # fmt: skip
+
+
+def _reply_audio(backend: Backend, reply: ReplyOptions) -> ReplyAudio:
+    """The audio shaping of one reply, with the voice's rate and pauses (else the server's)."""
+    return ReplyAudio(backend.model.sample_rate, reply.length_scale, reply.sentence_silence)
+
+
+def _spoken(text: str, language: str, reply: ReplyOptions) -> str:
+    """The text as the model is to read it: in words, unless normalisation is off. Runs in
+    the synthesis worker, before the engine's own text preparation."""
+    return normalize(text, language) if reply.normalize else text
+
+
+def _sentences(text: str, language: str) -> list[str]:
+    """The sentences of a one-shot text, as a streamed one is cut; none unspeakable."""
+    splitter = SentenceSplitter(language)
+    sentences = [*splitter.add_chunk(text), splitter.finish()]
+    return [sentence for sentence in sentences if any(char.isalnum() for char in sentence)] or [text]
+
+
+def _by_sentence(shaper: ReplyAudio, session: SessionLike, sentences: Iterable[str]) -> FrameIterator:
+    """A one-shot text spoken sentence by sentence, as a streamed reply is: a pause between
+    sentences needs their boundaries. Closing this closes the sentence being spoken."""
+    for sentence in sentences:
+        yield from shaper.sentence(session.speak(sentence))
 
 
 def _text_field(event: Event, event_type: str) -> str:

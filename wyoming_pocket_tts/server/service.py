@@ -24,6 +24,7 @@ from typing import Any
 from wyoming.info import Info
 
 from ..core import GenerationOptions, ModelLike, VoiceInfo, VoiceSource, VoiceStateLike
+from ..settings import BY_NAME, Scope, check_fields, default
 from .info import build_info
 from .models import ModelEntry, ModelPool
 from .scheduler import Priority, SynthesisScheduler
@@ -36,6 +37,22 @@ DESCRIBE_REFRESH_WAIT_S = 0.5
 FIRST_PREVIEW_WAIT_S = 5.0
 
 
+@dataclass(frozen=True)
+class ReplyOptions:
+    """How the server shapes a reply around the engine: text as words, speaking rate, pauses.
+
+    The settings of scope "reply" (`wyoming_pocket_tts.settings`), server-wide or per voice.
+    """
+
+    length_scale: float = default("length_scale")
+    sentence_silence: float = default("sentence_silence")
+    # Rewrite numbers, units, markdown and emoji as words first (`wyoming_pocket_tts.text`).
+    normalize: bool = default("normalize")
+
+    def __post_init__(self) -> None:
+        check_fields("reply", self)
+
+
 @dataclass
 class Backend:
     """The loaded model and its voice library."""
@@ -43,21 +60,35 @@ class Backend:
     model: ModelLike
     voices: VoiceSource
     options: GenerationOptions
+    reply: ReplyOptions = ReplyOptions()
     # The voices' languages as the server announces them (--language, the catalog...).
     languages: tuple[str, ...] = ()
 
-    @property
-    def language(self) -> str | None:
-        """The language this model speaks (the text normaliser's), None if not known."""
-        languages = self.languages or tuple(self.model.languages)
-        return languages[0] if languages else None
-
     def options_for(self, voice_name: str) -> GenerationOptions:
         """The server's options, under the voice's own settings from the voices file."""
+        own = self._voice_settings(voice_name, "generation")
+        return replace(self.options, **own) if own else self.options
+
+    def reply_options_for(self, voice_name: str) -> ReplyOptions:
+        """The server's reply options, under the voice's own settings from the voices file."""
+        own = self._voice_settings(voice_name, "reply")
+        return replace(self.reply, **own) if own else self.reply
+
+    def language_for(self, voice_name: str | None) -> str:
+        """The language the voice's text is read in: the voice's, else the model's, else en."""
+        name = voice_name or self.voices.default_name
         for voice in self.voices.voices:
-            if voice.name == voice_name and voice.settings:
-                return replace(self.options, **voice.settings)
-        return self.options
+            if voice.name == name and voice.languages:
+                return voice.languages[0]
+        return (self.languages or tuple(self.model.languages) or ("en",))[0]
+
+    def _voice_settings(self, voice_name: str, scope: Scope) -> dict[str, Any]:
+        """The voices file's settings of `voice_name` that belong to `scope`, by field."""
+        for voice in self.voices.voices:
+            if voice.name == voice_name:
+                chosen = (BY_NAME[name] for name in voice.settings)
+                return {s.field_name: voice.settings[s.name] for s in chosen if s.scope == scope}
+        return {}
 
 
 class LoadFailed(Exception):
@@ -337,6 +368,14 @@ class TtsService:
         error = task.exception() if task in done else None
         if error is not None:
             _LOGGER.warning("Re-reading the voices failed: %s", error_text(error))
+
+    def text_language(self, voice_name: str | None) -> str | None:
+        """The language a voice's text is read in: its model's, known before it loads
+        (None before the server has started)."""
+        if self._pool is None:
+            return None
+        languages = self.pool.route(voice_name).entry.languages
+        return languages[0] if languages else None
 
     async def get_voice(self, backend: Backend, name: str | None) -> tuple[str, VoiceStateLike]:
         """The voice to use (the default for None or an unknown name); may encode it first."""
