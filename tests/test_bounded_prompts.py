@@ -17,7 +17,7 @@ from server_fixtures import ServerProcess, check_audio_format, one_shot, peak_rs
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
-from wyoming_pocket_tts.engine.model import MAX_TEXT_CHARS
+from wyoming_pocket_tts.server.handler import MAX_REQUEST_CHARS as MAX_TEXT_CHARS
 
 PEAK_BOUND_MB = 200
 AUDIO_CHUNKS_TO_READ = 100  # 8 s of audio: several chunks of the long text

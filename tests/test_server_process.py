@@ -131,7 +131,9 @@ def test_voice_selection(server):
 
 def test_describe_stays_fast_during_long_synthesis(server):
     async def go():
-        long = asyncio.create_task(one_shot(server.port, LONG_TEXT, timeout=120))
+        # Eight times the long text (~20 s of the demo's audio each): on a quiet machine the
+        # demo speaks one in under a second, too fast to overlap five describes.
+        long = asyncio.create_task(one_shot(server.port, " ".join([LONG_TEXT] * 8), timeout=300))
         await asyncio.sleep(0.5)
         latencies = []
         for _ in range(5):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -209,7 +210,7 @@ def _warn_if_unwritable(data_dir: Path) -> None:
                     "need a writable HF_HOME", data_dir, problem)  # fmt: skip
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> NoReturn:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Before the checks, so that their warnings (an unwritable data dir) reach the log.
@@ -227,17 +228,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     _LOGGER.info("%s %s", PROG, __version__)
     _LOGGER.debug("Settings: %s", replace(config, hf_token="***" if config.hf_token else None))
     try:
-        clean = asyncio.run(serve(config))
+        asyncio.run(serve(config))
     except (StartError, LoadFailed) as err:
         parser.exit(1, f"{PROG}: error: {err}\n")
     except KeyboardInterrupt:
-        clean = True
-    if not clean:
-        # Stopped while the model was loading: the loader thread may be inside torch, and
-        # interpreter teardown under it aborts. Nothing is left to save; leave now.
-        logging.shutdown()
-        os._exit(0)
-    return 0
+        pass
+    # Leave without interpreter teardown: a thread may still be inside torch (the loader,
+    # when stopped while loading; a session's FlowLM thread finishing its last step after a
+    # cancel), and teardown under it aborts ("terminate called without an active
+    # exception", exit 134 instead of 0). Nothing is left to save: the disk cache writes
+    # atomically, and the connections have been closed.
+    logging.shutdown()
+    with contextlib.suppress(OSError, ValueError):  # stdio://: the client may be gone
+        sys.stdout.flush()
+    os._exit(0)
 
 
 def run() -> None:

@@ -70,6 +70,10 @@ _LOGGER = logging.getLogger(__name__)
 ERROR_WRITE_TIMEOUT_S = 2.0
 # Streamed text not yet released as a sentence (no sentence end seen yet).
 MAX_PENDING_TEXT_CHARS = 100_000
+# The longest one-shot text a client may send (about half an hour of speech). Checked on
+# the text as sent: reading numbers and units as words makes it longer, which the engine
+# accepts (its own bound, engine.model.MAX_TEXT_CHARS, is on the words).
+MAX_REQUEST_CHARS = 20_000
 SAMPLE_WIDTH = 2
 CHANNELS = 1
 # A write not drained within this time means the client is behind: give the slot back.
@@ -169,7 +173,12 @@ class PocketTtsEventHandler(AsyncEventHandler):
         except (ConnectionError, OSError) as err:
             _LOGGER.debug("Connection %s lost: %s", self._peer, err)
         except Exception as err:  # noqa: BLE001 - a bug must cost one connection, no more
-            _LOGGER.exception("Unexpected error on connection %s", self._peer)
+            if isinstance(err.__cause__ or err.__context__, (ConnectionError, OSError)):
+                # Raised while the socket was failing under it (a client gone during
+                # shutdown): the connection's end, not a bug worth a traceback.
+                _LOGGER.info("Connection %s lost: %s", self._peer, error_text(err))
+            else:
+                _LOGGER.exception("Unexpected error on connection %s", self._peer)
             await self._fail(f"internal error: {error_text(err)}")
         finally:
             try:
@@ -267,6 +276,10 @@ class PocketTtsEventHandler(AsyncEventHandler):
             text = _text_field(event, "synthesize")
             if not text.strip():
                 raise RequestError("empty text: nothing to synthesize")
+            if len(text) > MAX_REQUEST_CHARS:
+                raise RequestError(
+                    f"the text has {len(text)} characters; at most {MAX_REQUEST_CHARS} are spoken at once"
+                )
             voice_name = _voice_name(event)
             self._check_queue()
             request_id = self._service.next_request_id()
