@@ -34,6 +34,7 @@ from wyoming_pocket_tts.engine import mimi as mimi_module
 from wyoming_pocket_tts.engine.config import parse_config
 from wyoming_pocket_tts.engine.demo import demo_voice_audio
 from wyoming_pocket_tts.engine.kernels import inference
+from wyoming_pocket_tts.engine.model import MAX_TEXT_CHARS
 from wyoming_pocket_tts.engine.network import PocketNetwork
 from wyoming_pocket_tts.engine.quantize import Int8Linear
 
@@ -236,7 +237,7 @@ def test_unpronounceable_text_is_refused(demo_model: TTSModel, voice: VoiceState
 
 def test_enormous_text_is_refused(demo_model: TTSModel, voice: VoiceState) -> None:
     with pytest.raises(TextError, match="characters"):
-        list(demo_model.synthesize("word " * 10_000, voice))
+        list(demo_model.synthesize("word " * (MAX_TEXT_CHARS // 5 + 1), voice))
 
 
 def test_voice_round_trip_through_a_file(demo_model: TTSModel, voice: VoiceState, tmp_path: Path) -> None:
