@@ -8,7 +8,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -200,6 +200,33 @@ def test_memory_bound(household: Path) -> None:
         lib.get(name)
         assert lib.cached_bytes() <= 1024 * 1024
     assert lib.cached_names() == ["mum", "marius"]
+
+
+def test_libraries_of_two_models_share_one_bound(household: Path) -> None:
+    """--voice-cache-size bounds the server, not each model: the German model's voices push
+    out the English model's least recently used ones, never either model's default."""
+    from wyoming_pocket_tts.voices.memory import SharedVoiceCache
+
+    shared = SharedVoiceCache(max_count=3)
+    english_model, german_model = FakeModel(), FakeModel(model_id="german@rev1", name="german")
+    config = VoiceLibraryConfig(data_dir=household / "data", voices_dir=household / "voices",
+                                default_voice="mum", cache_size=3)  # fmt: skip
+    english = VoiceLibrary(english_model, config, cache=shared.for_model("english"))
+    german = VoiceLibrary(german_model, replace(config, default_voice="alba"), cache=shared.for_model("german"))
+    english.get("mum")
+    english.get("dad")
+    german.get(None)
+    assert shared.keys() == [("english", "mum"), ("english", "dad"), ("german", "alba")]
+    german.get("kid")  # the German model's recording: dad, English, is the oldest unpinned
+    assert english.cached_names() == ["mum"] and german.cached_names() == ["alba", "kid"]
+    _, state = german.get("mum")  # the same recording, encoded by the German model
+    assert state.model_id == "german@rev1"
+    assert len(shared.keys()) == 3
+    german.close()  # unloaded: its memory is given back, and its default is no longer pinned
+    assert shared.keys() == [("english", "mum")]
+    english.get("dad")
+    english.get("kid")
+    assert english.cached_names() == ["mum", "dad", "kid"]
 
 
 def test_recording_changed_while_running_is_encoded_again(household: Path) -> None:

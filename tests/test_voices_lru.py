@@ -104,3 +104,29 @@ def test_tag_is_kept() -> None:
 def test_invalid_count() -> None:
     with pytest.raises(ValueError):
         BoundedLRU(max_count=0)
+
+
+def test_several_pinned_keys_are_all_kept_and_all_count() -> None:
+    lru: BoundedLRU[str, str] = BoundedLRU(max_count=3)
+    lru.pin("english default")
+    lru.pin("german default")
+    lru.put("english default", "e", 1)
+    lru.put("german default", "g", 1)
+    for key in "abcd":
+        assert lru.put(key, key, 1)
+    assert lru.keys() == ["english default", "german default", "d"]
+    lru.unpin("english default")
+    lru.put("e", "e", 1)  # the unpinned key is now the least recently used: it goes
+    assert lru.keys() == ["german default", "d", "e"]
+    assert lru.pinned == frozenset({"german default"})
+
+
+def test_pinned_keys_alone_over_the_bound_refuse_others() -> None:
+    lru: BoundedLRU[str, str] = BoundedLRU(max_count=10, max_bytes=100)
+    lru.pin("p")
+    lru.pin("q")
+    lru.put("p", "p", 60)
+    lru.put("q", "q", 60)  # pinned: stored over the bound
+    assert lru.keys() == ["p", "q"] and lru.total_bytes == 120
+    assert not lru.put("a", "a", 1)
+    assert lru.nbytes_of("p") == 60 and lru.nbytes_of("absent") == 0

@@ -232,7 +232,7 @@ SETTINGS: tuple[Setting, ...] = (
             addon=AddonOption("quantize")),
     Setting("threads", int, None, "torch threads (default: the engine decides)", "server", minimum=1,
             addon=AddonOption("threads", unset=0, maximum=64)),
-    Setting("voice_cache_size", int, 8, "encoded voices kept in memory", "library", minimum=1,
+    Setting("voice_cache_size", int, 8, "encoded voices kept in memory, all models together", "library", minimum=1,
             field="cache_size", addon=AddonOption("voice_cache_size", maximum=64)),
     Setting("voice_cache_mb", float, None, "memory bound of the voice cache in MiB (default: count only)",
             "library", minimum=0.0, above_minimum=True, field="cache_mb"),

@@ -29,6 +29,7 @@ from wyoming.server import AsyncServer
 from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
 from ..settings import check_fields, default
 from ..voices.config import ModelScope, VoiceLibraryConfig
+from ..voices.memory import SharedVoiceCache
 from .connections import (
     ConnectionGate,
     connection_cap,
@@ -125,12 +126,15 @@ def voice_previewer(config: ServerConfig, facts: ModelFacts, index: int = 0) -> 
     return preview.voices
 
 
-def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: int = 0) -> Backend:
+def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: int = 0,
+                 voice_cache: SharedVoiceCache | None = None) -> Backend:  # fmt: skip
     """Load model `index` (0: the default voice's) and build its voice library (runs in a
     loader thread).
 
     `languages` (from `model_facts`, which applies --language) are the voices' languages
-    when given: the preview announced them, so the loaded list must say the same."""
+    when given: the preview announced them, so the loaded list must say the same.
+    `voice_cache` holds the voices in memory of every model of the server, bounded together
+    (None: this library's own)."""
     from ..engine import load_model
     from ..voices import VoiceLibrary
 
@@ -141,7 +145,8 @@ def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: i
         threads=config.threads,
         cache_dir=model_cache_dir(config.data_dir),
     )
-    voices = VoiceLibrary(model, config.library_for(index), languages=languages or None)
+    cache = voice_cache.for_model(config.models[index]) if voice_cache is not None else None
+    voices = VoiceLibrary(model, config.library_for(index), languages=languages or None, cache=cache)
     names = [voice.name for voice in voices.voices]
     _LOGGER.info("Model %s: %d voice(s), default %s: %s", config.models[index], len(names), voices.default_name,
                  ", ".join(names))  # fmt: skip
@@ -155,10 +160,12 @@ def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: i
                    languages=languages or tuple(model.languages))  # fmt: skip
 
 
-def more_model_entries(config: ServerConfig, facts: list[ModelFacts]) -> list[ModelEntry]:
+def more_model_entries(config: ServerConfig, facts: list[ModelFacts],
+                       voice_cache: SharedVoiceCache) -> list[ModelEntry]:  # fmt: skip
     """The models after the first, loaded when a request first needs one."""
     return [
-        ModelEntry(name, facts[index].languages, partial(load_backend, config, facts[index].languages, index),
+        ModelEntry(name, facts[index].languages,
+                   partial(load_backend, config, facts[index].languages, index, voice_cache),
                    voice_previewer(config, facts[index], index))
         for index, name in enumerate(config.models) if index > 0
     ]  # fmt: skip
@@ -258,11 +265,13 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     voice_executor = ThreadPoolExecutor(2, thread_name_prefix="voice")
     all_facts = config.facts() if loader is None else None
     facts = all_facts[0] if all_facts else None
+    # One bound on the voices in memory for the whole server, whichever models are loaded.
+    voice_cache = SharedVoiceCache(config.library.cache_size, config.library.cache_mb)
     service = TtsService(
         model_name=config.model,
-        loader=loader or partial(load_backend, config, facts.languages if facts else ()),
+        loader=loader or partial(load_backend, config, facts.languages if facts else (), 0, voice_cache),
         previewer=None if facts is None else voice_previewer(config, facts),
-        more_models=more_model_entries(config, all_facts) if all_facts else (),
+        more_models=more_model_entries(config, all_facts, voice_cache) if all_facts else (),
         max_loaded_models=config.max_loaded_models,
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,

@@ -66,8 +66,9 @@ class VoiceLibraryConfig:
     # None means `<data_dir>/voices`; a directory that does not exist is simply empty.
     voices_dir: Path | None = None
     include_predefined: bool = default("include_predefined")
-    # Bounds of the in-memory cache. They are totals: the pinned default voice counts
-    # towards them (so they bound real memory) but is never evicted.
+    # Bounds of the in-memory cache, for the whole server (every model's voices together:
+    # voices/memory.py). They are totals: the pinned default voices count towards them (so
+    # they bound real memory) but are never evicted.
     cache_size: int = default("voice_cache_size")
     cache_mb: float | None = default("voice_cache_mb")
     # Bound of the on-disk cache of encoded recordings; 0 turns the disk cache off.

@@ -36,7 +36,7 @@ from wyoming_pocket_tts.server.logsafe import clip
 from .catalog import Catalog, build_catalog, sources_signature, voice_info
 from .config import VoiceConfigError, VoiceLibraryConfig, VoiceSpec
 from .disk_cache import CacheKey, DiskCache
-from .lru import BoundedLRU
+from .memory import SharedVoiceCache, VoiceCache
 from .recording import check_recording, file_sha256
 
 
@@ -78,7 +78,7 @@ class VoiceLibrary:
     """Thread-safe: `get` may be called from many executor threads at once."""
 
     def __init__(self, model: ModelLike, config: VoiceLibraryConfig,
-                 languages: Sequence[str] | None = None) -> None:
+                 languages: Sequence[str] | None = None, cache: VoiceCache | None = None) -> None:
         self._model = model
         self._config = config
         # The server may know the language better than the model (--language, a config's
@@ -92,8 +92,9 @@ class VoiceLibrary:
         self._lock = threading.Lock()
         # One refresh at a time (describes from several clients may arrive together).
         self._refresh_lock = threading.Lock()
-        max_bytes = int(config.cache_mb * _MB) if config.cache_mb is not None else None
-        self._cache: BoundedLRU[str, VoiceStateLike] = BoundedLRU(config.cache_size, max_bytes)
+        # The server's voices in memory, shared by its models' libraries (see memory.py);
+        # a library on its own (tests, benchmarks) gets one of the configured size.
+        self._cache = cache or SharedVoiceCache(config.cache_size, config.cache_mb).for_model(model.name)
         self._cache.pin(self._default)
         self._disk = DiskCache(config.disk_cache_dir, int(config.disk_cache_mb * _MB))
         # Encodings in progress, with the source's signature they started from.
@@ -231,7 +232,9 @@ class VoiceLibrary:
             return True
 
     def close(self) -> None:
-        """Stop background work: the encoding in progress ends, the others are not started."""
+        """Stop background work (the encoding in progress ends, the others are not started)
+        and give back the memory of this library's voices (the model is being unloaded, or
+        the server stops): from now on nothing encoded is kept in memory."""
         self._stop.set()
         for thread in self._threads:
             if thread is threading.current_thread():
@@ -239,6 +242,8 @@ class VoiceLibrary:
             thread.join(timeout=30)
             if thread.is_alive():
                 _LOGGER.warning("voice pre-encoding still running at shutdown")
+        with self._lock:
+            self._cache.clear()
 
     def cached_names(self) -> list[str]:
         """Voices in memory, least recently used first (diagnostics, tests, benchmark)."""
@@ -313,7 +318,7 @@ class VoiceLibrary:
             if evict:
                 # The owner may be pre-encoding, which never evicts: a request does.
                 with self._lock:
-                    if spec.name not in self._cache:
+                    if spec.name not in self._cache and not self._stop.is_set():
                         self._cache.put(spec.name, state, state.nbytes, started_from)
             return state
 
@@ -333,7 +338,8 @@ class VoiceLibrary:
             future.set_exception(err)
             raise
         with self._lock:
-            self._cache.put(spec.name, state, state.nbytes, signature, evict=evict)
+            if not self._stop.is_set():  # closed: an encoding that ended late is not kept
+                self._cache.put(spec.name, state, state.nbytes, signature, evict=evict)
             del self._inflight[spec.name]
         future.set_result(state)
         return state

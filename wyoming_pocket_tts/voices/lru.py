@@ -1,12 +1,11 @@
-"""A least-recently-used cache bounded by entry count and by bytes, with one pinned key.
+"""A least-recently-used cache bounded by entry count and by bytes, with pinned keys.
 
-Policy (documented in the README too): the bounds are totals, so the pinned entry (the
-default voice) counts towards them, which keeps them an honest bound on memory; but the
-pinned entry is never evicted. An entry that cannot fit even after evicting every unpinned
-one is not stored (the caller still has it for its request).
+Policy (documented in the README too): the bounds are totals, so the pinned entries (the
+default voice of each loaded model) count towards them, which keeps them an honest bound
+on memory; but a pinned entry is never evicted. An entry that cannot fit even after
+evicting every unpinned one is not stored (the caller still has it for its request).
 
-Not thread-safe: the voice library calls it under its own lock, together with its
-bookkeeping of encodings in flight, so one lock covers both.
+Not thread-safe: its one user, `memory.VoiceMemory`, calls it under a lock.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ class BoundedLRU(Generic[K, V]):
         self._max_bytes = max_bytes
         self._entries: OrderedDict[K, CacheEntry[V]] = OrderedDict()
         self._bytes = 0
-        self._pinned: K | None = None
+        self._pinned: set[K] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -48,16 +47,24 @@ class BoundedLRU(Generic[K, V]):
         return self._bytes
 
     @property
-    def pinned(self) -> K | None:
-        return self._pinned
+    def pinned(self) -> frozenset[K]:
+        return frozenset(self._pinned)
+
+    def nbytes_of(self, key: K) -> int:
+        """The size of a stored entry (0 if absent), without making it recently used."""
+        entry = self._entries.get(key)
+        return entry.nbytes if entry is not None else 0
 
     def keys(self) -> list[K]:
         """Keys from least to most recently used."""
         return list(self._entries)
 
-    def pin(self, key: K | None) -> None:
-        """Protect `key` from eviction (one key at a time; None unpins)."""
-        self._pinned = key
+    def pin(self, key: K) -> None:
+        """Protect `key` from eviction (it need not be stored yet)."""
+        self._pinned.add(key)
+
+    def unpin(self, key: K) -> None:
+        self._pinned.discard(key)
 
     def get(self, key: K) -> CacheEntry[V] | None:
         entry = self._entries.get(key)
@@ -83,12 +90,12 @@ class BoundedLRU(Generic[K, V]):
         warming the cache must not throw away voices that requests are using.
         """
         self.remove(key)
-        if key != self._pinned:
+        if key not in self._pinned:
             if not self._make_room(key, nbytes, evict):
                 return False
         self._entries[key] = CacheEntry(value=value, nbytes=nbytes, tag=tag)
         self._bytes += nbytes
-        if key == self._pinned:
+        if key in self._pinned:
             # The pinned entry is stored whatever its size; others make way for it.
             self._make_room(key, 0, evict=True, adding=False)
         return True
@@ -104,9 +111,10 @@ class BoundedLRU(Generic[K, V]):
             return True
         if not evict:
             return False
-        victims = [k for k in self._entries if k != self._pinned and k != key]
-        pinned_bytes = self._entries[self._pinned].nbytes if self._pinned in self._entries else 0
-        pinned_count = 1 if self._pinned in self._entries and self._pinned != key else 0
+        victims = [k for k in self._entries if k not in self._pinned and k != key]
+        kept = [entry for k, entry in self._entries.items() if k in self._pinned and k != key]
+        pinned_bytes = sum(entry.nbytes for entry in kept)
+        pinned_count = len(kept)
         # Refuse before evicting anything if even an otherwise empty cache could not hold it.
         if adding:
             if pinned_count + 1 > self._max_count:
