@@ -83,3 +83,40 @@ def test_demo_model_state_file_and_foreign_state(
     with caplog.at_level(logging.WARNING), pytest.raises(VoiceError, match="made for model"):
         lib.get("foreign")
     assert "foreign.safetensors" in caplog.text and "made for model" in caplog.text
+
+
+def test_the_servers_models_share_one_voice_memory(tmp_path: Path) -> None:
+    """The server's loader gives every model's library the same voice memory: with
+    --voice-cache-size 2 the server holds two voices, whichever models they belong to."""
+    from engine_fixtures import local_architecture
+    from wyoming_pocket_tts.__main__ import build_parser, config_from_args
+    from wyoming_pocket_tts.server.app import load_backend
+    from wyoming_pocket_tts.voices.memory import SharedVoiceCache
+
+    custom = local_architecture("english_7m_2026-10", tmp_path / "model")
+    for name in ("mum", "dad"):
+        write_voice_recording(tmp_path / "voices" / f"{name}.wav", seed=len(name))
+    voices_file = tmp_path / "voices.yaml"
+    voices_file.write_text(f"voices:\n  - {{name: oma, audio: voices/mum.wav, model: {custom.config_path}}}\n")
+    args = build_parser().parse_args(["--model", "demo", "--model", str(custom.config_path), "--language", "de",
+                                      "--data-dir", str(tmp_path / "data"), "--voices-dir", str(tmp_path / "voices"),
+                                      "--voices", str(voices_file), "--voice-cache-size", "2", "--voice", "mum"])  # fmt: skip
+    config = config_from_args(args)
+    memory = SharedVoiceCache(config.library.cache_size, config.library.cache_mb)
+    english = load_backend(config, ("en",), 0, memory)
+    german = load_backend(config, ("de",), 1, memory)
+    try:
+        english.voices.wait_preencoding(60)
+        german.voices.wait_preencoding(60)
+        # Each model's default voice (pre-encoded, pinned) fills the server's two places.
+        assert set(memory.keys()) == {(config.model, "mum"), (config.more_models[0], "oma")}
+        name, _ = english.voices.get("dad")
+        assert name == "dad" and len(memory.keys()) == 2  # served, but not kept: the bound holds
+        german.voices.close()  # the custom model is unloaded: its voices leave memory
+        assert memory.keys() == [(config.model, "mum")]
+        english.voices.get("dad")
+        assert memory.keys() == [(config.model, "mum"), (config.model, "dad")]
+    finally:
+        german.voices.close()
+        english.voices.close()
+    assert memory.keys() == []
