@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -87,12 +87,15 @@ class LoadTrouble:
             raise self.failure(model)
         ready = asyncio.shield(load)
         trouble = asyncio.ensure_future(self._seen.wait())
+        waits: set[asyncio.Future[Any]] = {ready, trouble}
         try:
-            await asyncio.wait({ready, trouble}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             trouble.cancel()
             if not ready.done():
                 ready.cancel()  # only the shield: the load goes on
-        if load.done():
-            return load.result()  # raises the load's error
+        if ready.done() and not ready.cancelled():
+            return ready.result()  # raises the load's error
+        if load.done():  # it ended with the trouble, before the shield heard
+            return load.result()
         raise self.failure(model)

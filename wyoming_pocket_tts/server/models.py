@@ -271,7 +271,7 @@ class ModelPool:
             _LOGGER.debug("Loading model %s failed", entry.name, exc_info=True)
             failure = load_failure(err, entry.label)
             # Once, not per request: its waiters may have left at the first retry.
-            _LOGGER.warning("%s (the next request for it tries again)", failure)
+            _LOGGER.warning("%s (the next request for it tries again)", str(failure))
             raise failure from err
         finally:
             entry.loading = None
