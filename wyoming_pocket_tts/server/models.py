@@ -270,7 +270,8 @@ class ModelPool:
         except Exception as err:
             _LOGGER.debug("Loading model %s failed", entry.name, exc_info=True)
             failure = load_failure(err, entry.label)
-            # Once, not per request: its waiters may have left at the first retry.
+            # Once, not per request: its waiters may have left at the first retry. Its text,
+            # not the exception: a kept record (pytest's) would keep its traceback alive.
             _LOGGER.warning("%s (the next request for it tries again)", str(failure))
             raise failure from err
         finally:

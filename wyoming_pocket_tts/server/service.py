@@ -168,6 +168,7 @@ class TtsService:
                 ready.set_exception(error)
                 return
             assert backend is not None
+            default_entry.trouble.report(None)  # a retried file that never arrived, yet it loaded
             pool.set_loaded(default_entry, backend)
             self._first_loaded = True
             ready.set_result(None)
