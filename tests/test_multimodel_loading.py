@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from server_fixtures import FakeModel, FakeVoices, fake_loader, free_port, one_shot
+from server_fixtures import FakeModel, FakeVoices, download_failing_after_retries, fake_loader, free_port, one_shot
 
 from wyoming_pocket_tts.core import GenerationOptions, VoiceInfo
 from wyoming_pocket_tts.server.handler import PocketTtsEventHandler
@@ -51,21 +51,11 @@ def test_a_later_models_download_retries_reach_its_requests_while_the_others_ser
     the load goes on after they left, the log has one line per retry, and after the load
     failed the next request for the voice loads the model again."""
     import huggingface_hub
-    from huggingface_hub.errors import LocalEntryNotFoundError
-    from huggingface_hub.utils import _http
 
     from wyoming_pocket_tts.engine.hub import HubAccess, resolve
 
     proceed = threading.Event()
-
-    def failing_download(**kwargs):
-        with pytest.raises(Exception):
-            _http.http_backoff("HEAD", "http://127.0.0.1:9/x", max_retries=2, base_wait_time=0.01,
-                               max_wait_time=0.01)  # fmt: skip
-        proceed.wait(20)
-        raise LocalEntryNotFoundError("no network")
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", failing_download)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download_failing_after_retries(proceed))
     attempts: list[int] = []
 
     def german_loader() -> Backend:
