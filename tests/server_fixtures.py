@@ -210,6 +210,28 @@ def fake_loader(model: FakeModel, voices: FakeVoices | None = None, delay: float
     return load
 
 
+def download_failing_after_retries(proceed: threading.Event, retries: int = 2) -> Callable[..., str]:
+    """A stand-in for `huggingface_hub.hf_hub_download` that goes through the hub's own retry
+    loop (the real one, `retries` retries against a closed port, quickly), then waits for
+    `proceed` and fails as a download without network does."""
+
+    def download(**kwargs: Any) -> str:
+        from huggingface_hub.errors import LocalEntryNotFoundError
+        from huggingface_hub.utils import _http
+
+        try:
+            _http.http_backoff("HEAD", "http://127.0.0.1:9/x", max_retries=retries, base_wait_time=0.01,
+                               max_wait_time=0.01)  # fmt: skip
+        except Exception:  # noqa: BLE001 - expected: nothing listens on port 9
+            pass
+        else:
+            raise AssertionError("port 9 answered")
+        proceed.wait(20)
+        raise LocalEntryNotFoundError("no network")
+
+    return download
+
+
 # --------------------------------------------------------------------------------------
 # Servers
 

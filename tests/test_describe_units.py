@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from engine_fixtures import write_voice_recording
-from server_fixtures import REPO, FakeModel, FakeVoices, fake_loader
+from server_fixtures import REPO, FakeModel, FakeVoices, download_failing_after_retries, fake_loader
 
 from wyoming_pocket_tts.server.app import WARMUP_FRAMES, ServerConfig, voice_previewer, warm_up
 from wyoming_pocket_tts.server.model_facts import model_facts
@@ -89,21 +89,11 @@ def test_download_retries_are_logged_once_each_and_reach_waiting_requests(tmp_pa
     model loads: one line per retry naming the file, and a request waiting for the model
     gets the reason at the first retry, not after the last."""
     import huggingface_hub
-    from huggingface_hub.errors import LocalEntryNotFoundError
-    from huggingface_hub.utils import _http
 
     from wyoming_pocket_tts.engine.hub import HubAccess, resolve
 
     proceed = threading.Event()
-
-    def failing_download(**kwargs):
-        with pytest.raises(Exception):
-            _http.http_backoff("HEAD", "http://127.0.0.1:9/x", max_retries=2, base_wait_time=0.01,
-                               max_wait_time=0.01)  # fmt: skip
-        proceed.wait(10)
-        raise LocalEntryNotFoundError("no network")
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", failing_download)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download_failing_after_retries(proceed))
 
     def loader() -> Backend:
         resolve("hf://kyutai/voices/languages/english/tokenizer.json", HubAccess())

@@ -32,6 +32,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from ..core import VoiceInfo
+from .loading import LoadTrouble, load_failure, load_watched
 
 if TYPE_CHECKING:
     from .service import Backend
@@ -61,6 +62,8 @@ class ModelEntry:
     users: int = 0
     last_used: float = 0.0
     loading: asyncio.Future[Backend] | None = field(default=None, repr=False)
+    # Why its load is failing right now (a download being retried): waiting requests are told at once.
+    trouble: LoadTrouble = field(default_factory=LoadTrouble, repr=False)
     # Being unloaded: its memory is not back yet, so it still counts against the bound.
     unloading: bool = False
     # The last list from `preview`, for routing without touching files on the event loop.
@@ -199,8 +202,10 @@ class ModelPool:
                         continue
                     # No await between the check and this: the bound holds for concurrent loads.
                     entry.loading = asyncio.ensure_future(self._load(entry))
-                # shield: a request cancelled while waiting must not cancel the shared load.
-                await asyncio.shield(entry.loading)
+                    entry.loading.add_done_callback(_retrieve_failure)
+                # Shielded: a request cancelled while waiting, or told of the load's trouble
+                # (LoadFailed at once), leaves the shared load running for the next ones.
+                await entry.trouble.wait(entry.loading, entry.label)
         except BaseException:
             self.release(entry)
             raise
@@ -257,10 +262,23 @@ class ModelPool:
     async def _load(self, entry: ModelEntry) -> Backend:
         started = time.monotonic()
         _LOGGER.info("Loading model %s for a request (its first use, or unloaded since)", entry.name)
+        # The hub's retries are reported through a context variable that watch_downloads
+        # sets in the worker thread (to_thread runs it in a copy of this context).
+        report = entry.trouble.reporter(asyncio.get_running_loop())
         try:
-            backend = await asyncio.to_thread(entry.loader)
+            backend = await asyncio.to_thread(load_watched, entry.loader, report)
+        except Exception as err:
+            _LOGGER.debug("Loading model %s failed", entry.name, exc_info=True)
+            failure = load_failure(err, entry.label)
+            # Once, not per request: its waiters may have left at the first retry. Its text,
+            # not the exception: a kept record (pytest's) would keep its traceback alive.
+            _LOGGER.warning("%s (the next request for it tries again)", str(failure))
+            raise failure from err
         finally:
             entry.loading = None
+            # Reports from the thread were queued before its result: none comes after this.
+            entry.trouble.report(None)
+            self._notify()  # a load waiting for room may take it now
         entry.backend = backend
         entry.previewed = ()
         _LOGGER.info("Model %s ready in %.1f s", entry.name, time.monotonic() - started)
@@ -276,6 +294,13 @@ class ModelPool:
                     await asyncio.to_thread(_close_backend, entry.backend)
                 except Exception:  # noqa: BLE001
                     _LOGGER.debug("Closing the voices of model %s failed", entry.name, exc_info=True)
+
+
+def _retrieve_failure(load: asyncio.Future[Backend]) -> None:
+    """Mark a failed load's error as seen: `_load` logged it, and its waiters may all have
+    left at a download's retry (asyncio would log it again, as never retrieved)."""
+    if not load.cancelled():
+        load.exception()
 
 
 def _close_backend(backend: Backend) -> None:

@@ -26,6 +26,8 @@ from wyoming.info import Info
 from ..core import GenerationOptions, ModelLike, VoiceInfo, VoiceSource, VoiceStateLike
 from ..settings import BY_NAME, Scope, check_fields, default
 from .info import build_info
+# LoadFailed and error_text are also imported from here (the handler, the command line).
+from .loading import LoadFailed, error_text, load_failure, load_watched
 from .models import ModelEntry, ModelPool
 from .scheduler import Priority, SynthesisScheduler
 
@@ -91,10 +93,6 @@ class Backend:
         return {}
 
 
-class LoadFailed(Exception):
-    """Loading the model or the voices failed; the message is one line for the user."""
-
-
 Loader = Callable[[], Backend]
 # Runs in a synthesis worker: (backend, default voice, cancel event) -> seconds of audio.
 Warmup = Callable[[Backend, VoiceStateLike, threading.Event], float]
@@ -125,9 +123,6 @@ class TtsService:
     _first_loaded: bool = field(default=False, init=False)
     _preview_done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _preview_task: asyncio.Task[None] | None = field(default=None, init=False)
-    # Why loading is failing right now (a download being retried); requests get it at once.
-    _trouble: str | None = field(default=None, init=False)
-    _trouble_seen: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     # Resolved (with None: the pool holds the backend, so that unloading frees it) once
     # the default voice's model has loaded for the first time.
     _ready: asyncio.Future[None] | None = field(default=None, init=False)
@@ -173,28 +168,23 @@ class TtsService:
                 ready.set_exception(error)
                 return
             assert backend is not None
+            default_entry.trouble.report(None)  # a retried file that never arrived, yet it loaded
             pool.set_loaded(default_entry, backend)
             self._first_loaded = True
             ready.set_result(None)
             if self.warmup is not None:
                 self._warmup_task = loop.create_task(self._warm_up(default_entry, backend), name="warm-up")
 
-        def report_trouble(reason: str | None) -> None:
-            # From the loader thread (the hub's retries): hand it to the event loop.
-            with contextlib.suppress(RuntimeError):  # the loop was closed (shutdown)
-                loop.call_soon_threadsafe(self._set_trouble, reason)
+        # Why loading is failing right now (a download being retried): requests get it at once.
+        report_trouble = default_entry.trouble.reporter(loop)
 
         def load() -> None:
-            from ..engine.hub import watch_downloads
-
             started = time.monotonic()
             try:
-                with watch_downloads(report_trouble):
-                    backend = self.loader()
+                backend = load_watched(self.loader, report_trouble)
             except BaseException as err:  # noqa: BLE001 - reported to the user as one line
                 _LOGGER.debug("Loading failed", exc_info=True)
-                failure = err if isinstance(err, LoadFailed) else LoadFailed(str(err) or type(err).__name__)
-                outcome: tuple[Backend | None, BaseException | None] = (None, failure)
+                outcome: tuple[Backend | None, BaseException | None] = (None, load_failure(err))
             else:
                 _LOGGER.info("Model %s ready in %.1f s", self.model_name, time.monotonic() - started)
                 outcome = (backend, None)
@@ -213,12 +203,6 @@ class TtsService:
         self._loader_thread = threading.Thread(target=load, name="model-loader", daemon=True)
         self._loader_thread.start()
         return ready
-
-    def _set_trouble(self, reason: str | None) -> None:
-        self._trouble = reason
-        if reason is not None:
-            self._trouble_seen.set()
-            self._trouble_seen = asyncio.Event()  # the next waiters wait for the next one
 
     async def _refresh_preview(self) -> None:
         # Every model's list: the default's preview, the others' preview or library.
@@ -281,22 +265,9 @@ class TtsService:
         if self._first_loaded:
             return await self._default_backend()
         assert self._ready is not None, "start() was not called"
-        if self._trouble is not None:
-            raise LoadFailed(f"still loading, and {self._trouble}")
-        # shield: a cancelled request must not cancel the loading shared by everyone.
-        ready = asyncio.shield(self._ready)
-        trouble = asyncio.ensure_future(self._trouble_seen.wait())
-        waits: set[asyncio.Future[Any]] = {ready, trouble}
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            trouble.cancel()
-            if not ready.done():
-                ready.cancel()  # only the shield: the loading goes on
-        if ready.done() and not ready.cancelled():
-            ready.result()  # raises LoadFailed
-            return await self._default_backend()
-        raise LoadFailed(f"still loading, and {self._trouble or 'a download failed'}")
+        default_entry = self.pool.default
+        await default_entry.trouble.wait(self._ready, default_entry.label if self.pool.several else None)
+        return await self._default_backend()
 
     async def _default_backend(self) -> Backend:
         entry = self.pool.default
@@ -396,10 +367,3 @@ class TtsService:
             await asyncio.wait(warmups, timeout=5)
         if self._pool is not None:
             await self._pool.close()  # joins the pre-encoding threads, off the event loop
-
-
-def error_text(err: BaseException) -> str:
-    """A one-line message for an `error` event; engine errors are already worded for users."""
-    text = " ".join(str(err).split())
-    return text or type(err).__name__
-
