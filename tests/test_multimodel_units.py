@@ -96,6 +96,8 @@ def test_a_later_models_voice_with_a_taken_name_gets_its_models_label() -> None:
         ("alba", ("en",)), ("Juergen", ("en",)), ("juergen (german_24l)", ("de",)), ("oma", ("de",)),
     ]  # fmt: skip
     assert routes["juergen (german_24l)"].entry is german and routes["juergen (german_24l)"].voice == "juergen"
+    # What Home Assistant's voice picker shows (the description) carries the label too.
+    assert [voice.description for voice in voices] == ["alba", "Juergen", "juergen (german_24l)", "oma"]
     assert routes["juergen"].entry is english
     assert model_label("hf://kyutai/tts/languages/german/config.yaml@main") == "config"
 
