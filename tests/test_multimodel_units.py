@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from server_fixtures import FakeModel, FakeVoices
 from wyoming_pocket_tts.__main__ import UsageError, build_parser, config_from_args
 from wyoming_pocket_tts.core import GenerationOptions, VoiceInfo
 from wyoming_pocket_tts.server.models import ModelEntry, ModelPool, advertise, model_label
-from wyoming_pocket_tts.server.service import Backend
+from wyoming_pocket_tts.server.scheduler import SynthesisScheduler
+from wyoming_pocket_tts.server.service import Backend, TtsService
 from wyoming_pocket_tts.voices.catalog import build_catalog
 from wyoming_pocket_tts.voices.config import ModelScope, VoiceLibraryConfig
 
@@ -94,6 +96,8 @@ def test_a_later_models_voice_with_a_taken_name_gets_its_models_label() -> None:
         ("alba", ("en",)), ("Juergen", ("en",)), ("juergen (german_24l)", ("de",)), ("oma", ("de",)),
     ]  # fmt: skip
     assert routes["juergen (german_24l)"].entry is german and routes["juergen (german_24l)"].voice == "juergen"
+    # What Home Assistant's voice picker shows (the description) carries the label too.
+    assert [voice.description for voice in voices] == ["alba", "Juergen", "juergen (german_24l)", "oma"]
     assert routes["juergen"].entry is english
     assert model_label("hf://kyutai/tts/languages/german/config.yaml@main") == "config"
 
@@ -142,3 +146,26 @@ def test_concurrent_requests_for_one_unloaded_model_load_it_once() -> None:
         assert entries[1].users == 3
 
     asyncio.run(scenario())
+
+
+def test_requests_for_another_models_voice_do_not_reload_the_default_model() -> None:
+    """With one model resident, two requests in a row for the second model's voice load it
+    once: the first load of the default model is awaited, the default model is not brought
+    back (it was: loaded again and unloaded at once, at every such request)."""
+
+    async def scenario() -> list[str]:
+        loads: list[str] = []
+        default = fake_entry("a", ("a-voice",), loads)
+        service = TtsService(
+            model_name="a", loader=default.loader, scheduler=SynthesisScheduler(1),
+            synth_executor=ThreadPoolExecutor(1), voice_executor=ThreadPoolExecutor(1),
+            more_models=[fake_entry("b", ("b-voice",), loads)], max_loaded_models=1,
+        )  # fmt: skip
+        await asyncio.wait_for(service.start(), 10)
+        for name in ("b-voice", "b-voice", "a-voice"):
+            backend, resolved, _ = await service.acquire_voice(name)
+            assert resolved == name and service.pool.entry_of(backend).name == name[0]
+            service.release(backend)
+        return loads
+
+    assert asyncio.run(scenario()) == ["a", "b", "a"]

@@ -110,7 +110,11 @@ def advertise(entries: Sequence[ModelEntry]) -> tuple[list[VoiceInfo], dict[str,
                 if name.lower() in routes:
                     continue  # the same model listed twice is refused by the command line
             routes[name.lower()] = Route(entry, voice.name)
-            advertised.append(voice if name == voice.name else replace(voice, name=name))
+            if name != voice.name:
+                # Home Assistant's voice picker shows the description, not the name: without
+                # the label, two models of one language would show the same voice twice.
+                voice = replace(voice, name=name, description=f"{voice.description or voice.name} ({entry.label})")
+            advertised.append(voice)
     return advertised, routes
 
 

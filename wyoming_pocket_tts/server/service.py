@@ -260,14 +260,20 @@ class TtsService:
         return self._pool.default.backend if self._pool is not None else None
 
     async def wait_ready(self) -> Backend:
-        """The default voice's model, once loaded. Raises LoadFailed: at once while loading
-        is failing (a download being retried), or when it failed."""
+        """The default voice's model, once loaded (loaded again if it was unloaded for
+        another model). Raises LoadFailed like `wait_first_load`."""
+        await self.wait_first_load()
+        return await self._default_backend()
+
+    async def wait_first_load(self) -> None:
+        """Return once the default voice's model has loaded for the first time. Raises
+        LoadFailed: at once while loading is failing (a download being retried), or when
+        it failed."""
         if self._first_loaded:
-            return await self._default_backend()
+            return
         assert self._ready is not None, "start() was not called"
         default_entry = self.pool.default
         await default_entry.trouble.wait(self._ready, default_entry.label if self.pool.several else None)
-        return await self._default_backend()
 
     async def _default_backend(self) -> Backend:
         entry = self.pool.default
@@ -281,7 +287,10 @@ class TtsService:
         """The model that speaks voice `name` (loaded first if needed), the voice's name in
         that model's library, and its state (maybe encoded first). Counts a use of the
         model, which is not unloaded until `release` is called with the backend."""
-        await self.wait_ready()  # the default model's first load: its errors, its trouble
+        # The default model's first load (its errors, its trouble), but not the default
+        # model itself: with --max-loaded-models 1 it would be loaded again, only to be
+        # unloaded for the voice's own model, at every request for another model's voice.
+        await self.wait_first_load()
         route = self.pool.route(name)
         backend = await self.pool.acquire(route.entry)
         try:
