@@ -10,7 +10,6 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +19,8 @@ from server_fixtures import REPO, FakeModel, FakeVoices, download_failing_after_
 from wyoming_pocket_tts.server.app import WARMUP_FRAMES, ServerConfig, voice_previewer, warm_up
 from wyoming_pocket_tts.server.model_facts import model_facts
 from wyoming_pocket_tts.server.scheduler import Priority, SynthesisScheduler
-from wyoming_pocket_tts.server.service import Backend, LoadFailed, TtsService
+from wyoming_pocket_tts.server.loading import LoadFailed
+from wyoming_pocket_tts.server.service import Backend, TtsService
 from wyoming_pocket_tts.voices.config import VoiceLibraryConfig
 
 # -- model facts -----------------------------------------------------------------------

@@ -304,7 +304,8 @@ def test_voices_are_listed_before_a_catalog_model_is_loaded(tmp_path):
     from engine_fixtures import write_voice_recording
     from wyoming_pocket_tts.server.app import ServerConfig, voice_previewer
     from wyoming_pocket_tts.server.model_facts import model_facts
-    from wyoming_pocket_tts.server.service import LoadFailed, TtsService
+    from wyoming_pocket_tts.server.loading import LoadFailed
+    from wyoming_pocket_tts.server.service import TtsService
     from wyoming_pocket_tts.voices import VoiceLibraryConfig
 
     write_voice_recording(tmp_path / "voices" / "grandma.wav")

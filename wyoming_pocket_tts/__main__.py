@@ -24,7 +24,8 @@ from . import __version__
 from .core import GenerationOptions
 from .server.app import ServerConfig, StartError, serve
 from .server.logsafe import RepeatLimiter
-from .server.service import LoadFailed, ReplyOptions
+from .server.loading import LoadFailed
+from .server.service import ReplyOptions
 from .server.zeroconf import zeroconf_available
 from .settings import SETTINGS, VOICE_FILE_SUFFIXES, Setting, SettingError, values_for
 from .voices.config import VoiceConfigError, VoiceLibraryConfig

@@ -61,7 +61,8 @@ from ..text import SentenceSplitter, normalize
 from .logsafe import clip
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot, SlotBusy
-from .service import Backend, LoadFailed, ReplyOptions, TtsService, error_text
+from .loading import LoadFailed, error_text
+from .service import Backend, ReplyOptions, TtsService
 from .synthesis import FrameIterator, stream_pcm, to_pcm16
 
 _LOGGER = logging.getLogger(__name__)

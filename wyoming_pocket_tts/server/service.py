@@ -26,8 +26,7 @@ from wyoming.info import Info
 from ..core import GenerationOptions, ModelLike, VoiceInfo, VoiceSource, VoiceStateLike
 from ..settings import BY_NAME, Scope, check_fields, default
 from .info import build_info
-# LoadFailed and error_text are also imported from here (the handler, the command line).
-from .loading import LoadFailed, error_text, load_failure, load_watched
+from .loading import error_text, load_failure, load_watched
 from .models import ModelEntry, ModelPool
 from .scheduler import Priority, SynthesisScheduler
 
