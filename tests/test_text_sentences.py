@@ -116,7 +116,7 @@ def test_streamed_sentences_normalise_like_the_whole_reply(language: str, reply:
 def test_markdown_reply_streamed_is_read_without_markup() -> None:
     reply = "**Weather** ☀️\n\n- Today: sunny, 21 °C\n- Tomorrow: rain\n\nSee [details](https://x.org)."
     sentences = [normalize(sentence, "en") for sentence in split(reply, "en", 6)]
-    assert sentences == ["Weather", "Today: sunny, twenty-one degrees Celsius", "Tomorrow: rain",
+    assert sentences == ["Weather", "Today: sunny, twenty-one degrees Celsius.", "Tomorrow: rain.",
                          "See details."]
 
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 # Only text with one of these goes through the parser: plain replies skip its ~100 µs.
 _MARKDOWN_HINT = re.compile(r"[*_`#|\[\]<>~]|^\s*(?:[-+]|\d+[.)])\s", re.MULTILINE)
 _SENTENCE_END = (".", "!", "?", "…", ":", ";")
+_FULL_STOPS = (".", "!", "?", "…")
+_FIRST_WORD = re.compile(r"[^\W\d_]+")  # letters only
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>()\[\]\"']+", re.IGNORECASE)
 _URL_TRAILING_PUNCTUATION = ".,;:!?"
 _CODE_SEPARATORS = re.compile(r"[_./\\]+")
@@ -39,29 +41,52 @@ def _parser() -> MarkdownIt:
 
 
 def markdown_to_text(text: str) -> str:
-    """Markdown as sentences: list items, headings and table rows each end a sentence."""
+    """Markdown as sentences: list items, headings, table rows and lines each end one.
+
+    A line break inside a paragraph or list item ends a sentence unless the next line
+    starts in lower case (a wrapped line), as `SentenceSplitter` cuts streamed text, so
+    that "3. Bread" followed by "Anything else?" (CommonMark's lazy continuation line) is
+    two sentences, and a one-shot reply is cut where the same reply streamed would be.
+    """
     if not _MARKDOWN_HINT.search(text):
         return text
-    blocks = _blocks(_parser().parse(text))
-    if len(blocks) <= 1:
-        return blocks[0] if blocks else ""
-    return " ".join(block if block.endswith(_SENTENCE_END) else block + "." for block in blocks)
+    blocks, structured = _blocks(_parser().parse(text))
+    if len(blocks) == 1 and not structured:
+        return blocks[0]  # one paragraph ("**Done**"): its punctuation is the writer's
+    return _as_sentences(blocks)
 
 
-def _blocks(tokens: list[Token]) -> list[str]:
+def _as_sentences(blocks: list[str]) -> str:
+    """Each block ended with a full stop where it has no end of its own ("Milk," too),
+    and begun with a capital after one, so that the sentence split sees a new sentence
+    ("milk. eggs." would read as "approx. the")."""
+    sentences: list[str] = []
+    for block in blocks:
+        first_word = _FIRST_WORD.match(block)
+        if sentences and sentences[-1].endswith(_FULL_STOPS) and first_word and first_word.group().islower():
+            block = block[0].upper() + block[1:]  # not "iPhone" or "eBay"
+        if not block.endswith(_SENTENCE_END):
+            block = block.rstrip(",") + "."
+        sentences.append(block)
+    return " ".join(sentences)
+
+
+def _blocks(tokens: list[Token]) -> tuple[list[str], bool]:
+    """The text blocks, and whether any is a list item, heading or table row."""
     blocks: list[str] = []
     header: list[str] = []
     row: list[str] = []
-    in_head = in_cell = False
+    in_head = in_cell = structured = False
     for token in tokens:
         if token.type in ("th_open", "td_open", "th_close", "td_close"):
             in_cell = token.type.endswith("_open")
+        elif token.type in ("list_item_open", "heading_open", "tr_open"):
+            structured = True
+            row = []
         elif token.type == "thead_open":
             in_head = True
         elif token.type == "thead_close":
             in_head = False
-        elif token.type == "tr_open":
-            row = []
         elif token.type == "tr_close":
             if in_head:
                 header = row
@@ -70,10 +95,22 @@ def _blocks(tokens: list[Token]) -> list[str]:
         elif token.type == "inline":
             words = _inline_text(token.children or [])
             if in_cell:
-                row.append(words)
-            elif words:
-                blocks.append(words)
-    return blocks
+                row.append(" ".join(words.split("\n")))
+            else:
+                blocks.extend(_lines(words))
+    return blocks, structured
+
+
+def _lines(words: str) -> list[str]:
+    """A paragraph's lines as blocks; a line starting in lower case continues the last."""
+    lines: list[str] = []
+    for line in words.split("\n"):
+        line = line.strip()
+        if lines and line[:1].islower():
+            lines[-1] = f"{lines[-1]} {line}"
+        elif line:
+            lines.append(line)
+    return lines
 
 
 def _table_row(header: list[str], row: list[str]) -> str:
@@ -93,7 +130,7 @@ def _inline_text(children: list[Token]) -> str:
             # Entity ids and commands: "light.kitchen_lamp" is read as "light kitchen lamp".
             parts.append(_CODE_SEPARATORS.sub(" ", child.content).strip())
         elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
+            parts.append("\n")  # cut or joined by `_lines`
         elif child.type == "image":
             parts.append(_inline_text(child.children or []))
         # Emphasis, link markers and inline HTML carry no words: dropped.
