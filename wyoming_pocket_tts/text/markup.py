@@ -26,6 +26,9 @@ _FULL_STOPS = (".", "!", "?", "…")
 _FIRST_WORD = re.compile(r"[^\W\d_]+")  # letters only
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>()\[\]\"']+", re.IGNORECASE)
 _URL_TRAILING_PUNCTUATION = ".,;:!?"
+# Not inside a longer word or URL path; a final "." after the top-level domain ends the sentence.
+_EMAIL = re.compile(r"(?<![\w.+%/-])(?:mailto:)?(?P<local>[\w.+%-]+)@(?P<domain>(?:[\w-]+\.)+[^\W\d_]{2,})(?![\w-])",
+                    re.IGNORECASE)
 _CODE_SEPARATORS = re.compile(r"[_./\\]+")
 _EMOJI_LEFTOVERS = re.compile("[\u200d\ufe0e\ufe0f\u20e3]")
 _SPACE_BEFORE_STOP = re.compile(r"[ \t]+([.,])")
@@ -150,9 +153,25 @@ def _speakable_url(url: str, rules: Language) -> str:
         trailing = url[-1] + trailing
         url = url[:-1]
     host = re.sub(r"^(?:https?://)?(?:www\.)?", "", url, flags=re.IGNORECASE)
-    host = re.split(r"[/?#:]", host, maxsplit=1)[0]
+    host = re.split(r"[/?#]", host, maxsplit=1)[0].rsplit("@", 1)[-1].split(":", 1)[0]  # no user, port
     words = f" {rules.dot_word} ".join(part for part in host.split(".") if part)
     return words + trailing
+
+
+def speak_email_addresses(text: str, rules: Language) -> str:
+    """An address read in words: "anna.mueller@example.com" -> "anna dot mueller at example
+    dot com" ("anna Punkt mueller ät example Punkt com" in German)."""
+    if "@" not in text:
+        return text
+    return _EMAIL.sub(lambda match: _speakable_email(match, rules), text)
+
+
+def _speakable_email(address: re.Match[str], rules: Language) -> str:
+    separators = {".": rules.dot_word, "_": rules.underscore_word, "+": rules.plus_word}
+    local = "".join(f" {separators[part]} " if part in separators else part
+                    for part in re.split(r"([._+])", address.group("local")))
+    domain = f" {rules.dot_word} ".join(address.group("domain").lower().split("."))
+    return f"{local} {rules.at_word} {domain}"
 
 
 def remove_emoji(text: str) -> str:
