@@ -90,6 +90,8 @@ EN = [
      "Write to Max underscore Power plus HA at mail dot home-assistant dot io, or info at example dot org."),
     ("Open https://admin@homeassistant.local:8123/config, not mastodon.social/@anna.",
      "Open homeassistant dot local, not mastodon.social/@anna."),
+    ("Visit home-assistant.io or WWW.Example.COM/docs; light.kitchen_lamp and e.g. stay text.",
+     "Visit home-assistant dot io or example dot com; light.kitchen_lamp and for example stay text."),
 ]
 
 DE = [
@@ -161,6 +163,8 @@ DE = [
      "Deine Liste: Milch. Eier. Sonst noch etwas?"),
     ("Schreib an anna.mueller@example.com, das kostet 4,20 €.",
      "Schreib an anna Punkt mueller ät example Punkt com, das kostet vier Euro und zwanzig Cent."),
+    ("Mehr auf heise.de/news und orf.at. Version 2.1.3 ist da.",
+     "Mehr auf heise Punkt de und orf Punkt at. Version zwei Punkt eins Punkt drei ist da."),
 ]
 
 FR = [

@@ -26,6 +26,12 @@ _FULL_STOPS = (".", "!", "?", "…")
 _FIRST_WORD = re.compile(r"[^\W\d_]+")  # letters only
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>()\[\]\"']+", re.IGNORECASE)
 _URL_TRAILING_PUNCTUATION = ".,;:!?"
+# A host without "https://" or "www." is taken for one only with a common top-level domain
+# in lower case, not inside an address or a longer name ("example.com.au"), so that entity
+# ids ("light.kitchen"), "z.B." and a missing space ("home.It was") stay text.
+_TOP_LEVEL_DOMAINS = "com|org|net|io|dev|app|info|eu|de|at|ch|fr|be|lu|it|es|pt|br|nl|uk|us"
+_TOP_LEVEL_DOMAIN_HINT = re.compile(rf"\.(?:{_TOP_LEVEL_DOMAINS})\b")  # 30 times cheaper to search
+_BARE_HOST = re.compile(rf"(?<![\w.@/-])(?:[\w-]+\.)+(?:{_TOP_LEVEL_DOMAINS})(?!\.?[\w@-])(?:/[^\s<>()\[\]\"']*)?")
 # Not inside a longer word or URL path; a final "." after the top-level domain ends the sentence.
 _EMAIL = re.compile(r"(?<![\w.+%/-])(?:mailto:)?(?P<local>[\w.+%-]+)@(?P<domain>(?:[\w-]+\.)+[^\W\d_]{2,})(?![\w-])",
                     re.IGNORECASE)
@@ -141,10 +147,13 @@ def _inline_text(children: list[Token]) -> str:
 
 
 def shorten_urls(text: str, rules: Language) -> str:
-    """A bare URL is read as its host: "https://www.example.com/a?b" -> "example dot com"."""
-    if "://" not in text and "www." not in text.lower():
-        return text
-    return _URL.sub(lambda match: _speakable_url(match.group(0), rules), text)
+    """A bare URL is read as its host: "https://www.example.com/a?b" and "example.com/a"
+    -> "example dot com"."""
+    if "://" in text or "www." in text.lower():
+        text = _URL.sub(lambda match: _speakable_url(match.group(0), rules), text)
+    if _TOP_LEVEL_DOMAIN_HINT.search(text):
+        text = _BARE_HOST.sub(lambda match: _speakable_url(match.group(0), rules), text)
+    return text
 
 
 def _speakable_url(url: str, rules: Language) -> str:
@@ -154,6 +163,7 @@ def _speakable_url(url: str, rules: Language) -> str:
         url = url[:-1]
     host = re.sub(r"^(?:https?://)?(?:www\.)?", "", url, flags=re.IGNORECASE)
     host = re.split(r"[/?#]", host, maxsplit=1)[0].rsplit("@", 1)[-1].split(":", 1)[0]  # no user, port
+    host = host.lower()  # "COM" is not an acronym to spell
     words = f" {rules.dot_word} ".join(part for part in host.split(".") if part)
     return words + trailing
 
