@@ -23,9 +23,9 @@ _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉μ", "0123456789µ")
 def normalize(text: str, language: str) -> str:
     """`text` as a person would say it in `language` (en fr de it pt es nl; else English).
 
-    Markdown becomes sentences, emoji and URLs are removed or shortened, e-mail
-    addresses are read in words, abbreviations
-    are expanded and numbers (with their units, currencies, dates and times) become words.
+    Markdown becomes sentences, emoji and URLs are removed or shortened, e-mail addresses
+    are read in words, abbreviations are expanded and numbers (with their units,
+    currencies, dates and times) become words.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")

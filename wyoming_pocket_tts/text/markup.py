@@ -1,9 +1,12 @@
-"""Markdown, links, URLs and emoji turned into plain, speakable text.
+"""Markdown, links, URLs, e-mail addresses and emoji turned into plain, speakable text.
 
 Markdown is parsed with markdown-it-py (a CommonMark parser) rather than with regular
 expressions, so emphasis, nested lists and tables are read the way a renderer sees them.
 Emoji are found with the `emoji` package, which follows Unicode's emoji data (sequences,
 skin tones, flags), where a hand-written code-point range would miss or over-match.
+URLs, hosts and e-mail addresses are found with regular expressions written here: the
+library for it, linkify-it-py, takes ~40 µs only to test a plain reply (more than this
+whole module's median) and takes "kalt.Es" (a missing space) and "main.py" for hosts.
 """
 
 from __future__ import annotations
@@ -89,13 +92,15 @@ def _blocks(tokens: list[Token]) -> tuple[list[str], bool]:
     for token in tokens:
         if token.type in ("th_open", "td_open", "th_close", "td_close"):
             in_cell = token.type.endswith("_open")
-        elif token.type in ("list_item_open", "heading_open", "tr_open"):
+        elif token.type in ("list_item_open", "heading_open"):
             structured = True
-            row = []
         elif token.type == "thead_open":
             in_head = True
         elif token.type == "thead_close":
             in_head = False
+        elif token.type == "tr_open":
+            structured = True
+            row = []
         elif token.type == "tr_close":
             if in_head:
                 header = row
