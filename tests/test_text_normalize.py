@@ -92,6 +92,8 @@ EN = [
      "Open homeassistant dot local, not mastodon.social/@anna."),
     ("Visit home-assistant.io or WWW.Example.COM/docs; light.kitchen_lamp and e.g. stay text.",
      "Visit home-assistant dot io or example dot com; light.kitchen_lamp and for example stay text."),
+    ("Open homeassistant.local:8123/config at 4:10 PM.",
+     "Open homeassistant dot local at four ten PM."),
 ]
 
 DE = [

@@ -10,7 +10,7 @@ import re
 
 from .abbreviations import expand_abbreviations
 from .languages import LANGUAGES, language_rules
-from .markup import markdown_to_text, remove_emoji, shorten_urls, speak_email_addresses
+from .markup import markdown_to_text, remove_emoji, shorten_urls, speak_addresses
 from .numerals import rewrite_numerals
 from .sentences import SentenceSplitter
 
@@ -35,10 +35,11 @@ def normalize(text: str, language: str) -> str:
     spoken = remove_emoji(text)  # first: a block ending in an emoji still ends a sentence
     spoken = markdown_to_text(spoken)
     spoken = shorten_urls(spoken, rules)
-    spoken = speak_email_addresses(spoken, rules)
+    spoken = speak_addresses(spoken, rules)
     spoken = spoken.translate(_SUBSCRIPTS)
     spoken = expand_abbreviations(spoken, rules)
     spoken = rewrite_numerals(spoken, rules)
+    spoken = speak_addresses(spoken, rules)  # those that numbers glued to them hid
     if spoken is text:
         return text
     return _SPACE_RUNS.sub(" ", spoken).strip()

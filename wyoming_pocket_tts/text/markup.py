@@ -32,12 +32,14 @@ _URL_TRAILING_PUNCTUATION = ".,;:!?"
 # A host without "https://" or "www." is taken for one only with a common top-level domain
 # in lower case, not inside an address or a longer name ("example.com.au"), so that entity
 # ids ("light.kitchen"), "z.B." and a missing space ("home.It was") stay text.
-_TOP_LEVEL_DOMAINS = "com|org|net|io|dev|app|info|eu|de|at|ch|fr|be|lu|it|es|pt|br|nl|uk|us"
+_TOP_LEVEL_DOMAINS = "com|org|net|io|dev|app|info|eu|de|at|ch|fr|be|lu|it|es|pt|br|nl|uk|us|local"
 _TOP_LEVEL_DOMAIN_HINT = re.compile(rf"\.(?:{_TOP_LEVEL_DOMAINS})\b")  # 30 times cheaper to search
-_BARE_HOST = re.compile(rf"(?<![\w.@/-])(?:[\w-]+\.)+(?:{_TOP_LEVEL_DOMAINS})(?!\.?[\w@-])(?:/[^\s<>()\[\]\"']*)?")
-# Not inside a longer word or URL path; a final "." after the top-level domain ends the sentence.
-_EMAIL = re.compile(r"(?<![\w.+%/-])(?:mailto:)?(?P<local>[\w.+%-]+)@(?P<domain>(?:[\w-]+\.)+[^\W\d_]{2,})(?![\w-])",
-                    re.IGNORECASE)
+_BARE_HOST = re.compile(rf"(?<![\w.@/-])(?:[\w-]+\.)+(?:{_TOP_LEVEL_DOMAINS})(?!\.?[\w@-])"
+                        r"(?::\d{1,5}\b)?(?:/[^\s<>()\[\]\"']*)?")  # port, path: not read
+# Not inside a longer word or URL path, starting with a letter or digit (not read as "- at",
+# a list item); a final "." after the top-level domain ends the sentence.
+_EMAIL = re.compile(r"(?<![\w.+%/-])(?:mailto:)?(?P<local>[^\W_][\w.+%-]*)"
+                    r"@(?P<domain>(?:[\w-]+\.)+[^\W\d_]{2,})(?![\w-])", re.IGNORECASE)
 _CODE_SEPARATORS = re.compile(r"[_./\\]+")
 _EMOJI_LEFTOVERS = re.compile("[\u200d\ufe0e\ufe0f\u20e3]")
 _SPACE_BEFORE_STOP = re.compile(r"[ \t]+([.,])")
@@ -152,10 +154,21 @@ def _inline_text(children: list[Token]) -> str:
 
 
 def shorten_urls(text: str, rules: Language) -> str:
-    """A bare URL is read as its host: "https://www.example.com/a?b" and "example.com/a"
-    -> "example dot com"."""
-    if "://" in text or "www." in text.lower():
-        text = _URL.sub(lambda match: _speakable_url(match.group(0), rules), text)
+    """A bare URL is read as its host: "https://www.example.com/a?b" -> "example dot com"."""
+    if "://" not in text and "www." not in text.lower():
+        return text
+    return _URL.sub(lambda match: _speakable_url(match.group(0), rules), text)
+
+
+def speak_addresses(text: str, rules: Language) -> str:
+    """E-mail addresses and hosts written without "https://" in words: "anna.mueller@example.com"
+    -> "anna dot mueller at example dot com" ("anna Punkt mueller ät example Punkt com" in
+    German), "home-assistant.io/docs" -> "home-assistant dot io".
+
+    `normalize` runs this before the numbers are read ("anna@web2.de") and again after:
+    "x.io0" or "anna@ex.de1" only become one then ("x.io zero")."""
+    if "@" in text:
+        text = _EMAIL.sub(lambda match: _speakable_email(match, rules), text)
     if _TOP_LEVEL_DOMAIN_HINT.search(text):
         text = _BARE_HOST.sub(lambda match: _speakable_url(match.group(0), rules), text)
     return text
@@ -171,14 +184,6 @@ def _speakable_url(url: str, rules: Language) -> str:
     host = host.lower()  # "COM" is not an acronym to spell
     words = f" {rules.dot_word} ".join(part for part in host.split(".") if part)
     return words + trailing
-
-
-def speak_email_addresses(text: str, rules: Language) -> str:
-    """An address read in words: "anna.mueller@example.com" -> "anna dot mueller at example
-    dot com" ("anna Punkt mueller ät example Punkt com" in German)."""
-    if "@" not in text:
-        return text
-    return _EMAIL.sub(lambda match: _speakable_email(match, rules), text)
 
 
 def _speakable_email(address: re.Match[str], rules: Language) -> str:
