@@ -88,7 +88,7 @@ def test_one_shot_text_reaches_the_engine_normalised(tmp_path) -> None:
 def test_streamed_sentences_are_split_with_the_language_then_normalised(tmp_path) -> None:
     # Not cut after "Dr." nor after the list markers "1." and "2."; the emoji is dropped.
     assert engine_texts(tmp_path, "streamed", REPLY) == [
-        "Doctor Smith comes at four ten PM.", "Your list:", "Milk", "Eggs",
+        "Doctor Smith comes at four ten PM.", "Your list:", "Milk.", "Eggs.",
         "It is nineteen point five degrees Celsius.",
     ]  # fmt: skip
 

@@ -76,6 +76,24 @@ EN = [
      'Humidity is forty-five percent, wind three point five meters per second, visibility ten kilometers.'),
     ('Noise level: 42 dB, light: 350 lx.',
      'Noise level: forty-two decibels, light: three hundred and fifty lux.'),
+    ("Your list:\n1. Milk\n2. Eggs\n3. Bread\nAnything else?",
+     "Your list: Milk. Eggs. Bread. Anything else?"),
+    ("Shopping list:\n- milk\n- eggs,\n- iPhone charger\nDone.",
+     "Shopping list: milk. Eggs. iPhone charger. Done."),
+    ("**Lights**\nKitchen: on\nHallway: off, since\nnoon",
+     "Lights. Kitchen: on. Hallway: off, since noon."),
+    ("# Status\nAll good",
+     "Status. All good."),
+    ("Mail anna.mueller@example.com or see https://www.example.com/path.",
+     "Mail anna dot mueller at example dot com or see example dot com."),
+    ("Write to Max_Power+HA@Mail.Home-Assistant.IO, or <info@example.org>.",
+     "Write to Max underscore Power plus HA at mail dot home-assistant dot io, or info at example dot org."),
+    ("Open https://admin@homeassistant.local:8123/config, not mastodon.social/@anna.",
+     "Open homeassistant dot local, not mastodon.social/@anna."),
+    ("Visit home-assistant.io or WWW.Example.COM/docs; light.kitchen_lamp and e.g. stay text.",
+     "Visit home-assistant dot io or example dot com; light.kitchen_lamp and for example stay text."),
+    ("Open homeassistant.local:8123/config at 4:10 PM.",
+     "Open homeassistant dot local at four ten PM."),
 ]
 
 DE = [
@@ -143,6 +161,12 @@ DE = [
      'Feinstaub PM zehn: achtzehn Mikrogramm pro Kubikmeter.'),
     ('Der 1. Platz geht an Anna.',
      'Der erste Platz geht an Anna.'),
+    ("Deine Liste:\n1. Milch\n2. Eier\nSonst noch etwas?",
+     "Deine Liste: Milch. Eier. Sonst noch etwas?"),
+    ("Schreib an anna.mueller@example.com, das kostet 4,20 €.",
+     "Schreib an anna Punkt mueller ät example Punkt com, das kostet vier Euro und zwanzig Cent."),
+    ("Mehr auf heise.de/news und orf.at. Version 2.1.3 ist da.",
+     "Mehr auf heise Punkt de und orf Punkt at. Version zwei Punkt eins Punkt drei ist da."),
 ]
 
 FR = [
@@ -202,6 +226,10 @@ FR = [
      "La qualité de l'air : PM deux virgule cinq à douze microgrammes par mètre cube."),
     ('Il reste 1 h.',
      'Il reste une heure.'),
+    ("Votre liste :\n- lait\n- œufs\nAutre chose ?",
+     "Votre liste : lait. Œufs. Autre chose ?"),
+    ("Écrivez à jean_dupont@exemple.fr.",
+     "Écrivez à jean tiret bas dupont arobase exemple point fr."),
 ]
 
 IT = [
@@ -231,6 +259,8 @@ IT = [
      'La casa è del millenovecentonovantotto.'),
     ('Il timer segna 0:45:00.',
      'Il timer segna quarantacinque minuti.'),
+    ("Scrivi a mario.rossi@esempio.it.",
+     "Scrivi a mario punto rossi chiocciola esempio punto it."),
 ]
 
 PT = [
@@ -260,6 +290,8 @@ PT = [
      'A casa é de mil novecentos e noventa e oito.'),
     ('O temporizador marca 0:45:00.',
      'O temporizador marca quarenta e cinco minutos.'),
+    ("Escreva para joao.silva@exemplo.pt.",
+     "Escreva para joao ponto silva arroba exemplo ponto pt."),
 ]
 
 ES = [
@@ -291,6 +323,8 @@ ES = [
      'La casa es de mil novecientos noventa y ocho.'),
     ('Son las 6:05 pm.',
      'Son las dieciocho y cinco.'),
+    ("Escribe a ana.garcia@ejemplo.es.",
+     "Escribe a ana punto garcia arroba ejemplo punto es."),
 ]
 
 NL = [
@@ -320,6 +354,8 @@ NL = [
      'Het huis is van negentien honderd achtennegentig.'),
     ('De timer staat op 0:45:00.',
      'De timer staat op vijfenveertig minuten.'),
+    ("Mail naar jan.jansen@voorbeeld.nl.",
+     "Mail naar jan punt jansen apenstaartje voorbeeld punt nl."),
 ]
 
 

@@ -101,9 +101,30 @@ def test_arbitrary_unicode_never_raises(text: str, language: str) -> None:
     assert isinstance(normalize(text, language), str)
 
 
+domain_label = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCXYZäöü0123456789-", min_size=1, max_size=8).filter(
+    lambda candidate: not candidate.startswith("-") and not candidate.endswith("-"))
+
+
+@st.composite
+def email_replies(draw: st.DrawFn) -> str:
+    local = draw(st.text(alphabet="abcxyzABC0123456789", min_size=1, max_size=2)) + draw(
+        st.text(alphabet="abcxyzABC0123456789._+-", max_size=10))
+    domain = ".".join(draw(st.lists(domain_label, min_size=1, max_size=3)) + [draw(st.sampled_from(["com", "de", "io", "fr"]))])
+    before, after = draw(st.sampled_from([("Write to ", "."), ("", ""), ("<", ">"), ("mailto:", ", thanks!")]))
+    return f"{before}{local}@{domain}{after}"
+
+
+@SETTINGS
+@given(email_replies(), languages)
+def test_email_addresses_are_read_in_words(text: str, language: str) -> None:
+    spoken = normalize(text, language)
+    assert "@" not in spoken and LANGUAGES[language].at_word in spoken, (text, spoken)
+    assert normalize(spoken, language) == spoken
+
+
 def test_fuzzed_strings_never_raise() -> None:
     # Characters the patterns look at, mixed with emoji, markdown and other scripts.
-    alphabet = list("0123456789 .,:;-–/+%°$€£()[]*_#|`>\n\tabcXYZhmsµ³²ºªäéñ") + ["🙂", "👍🏽", "\u200d", "\ufe0f", "٣", "①", "中"]
+    alphabet = list("0123456789 .,:;-–/+%°$€£()[]*_#|`>@\n\tabcXYZhmsµ³²ºªäéñ") + ["🙂", "👍🏽", "\u200d", "\ufe0f", "٣", "①", "中"]
     generator = random.Random(15)
     for _ in range(10_000):
         text = "".join(generator.choice(alphabet) for _ in range(generator.randint(0, 40)))

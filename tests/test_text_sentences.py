@@ -3,6 +3,7 @@
 import pytest
 from sentence_stream import SentenceBoundaryDetector
 
+from wyoming_pocket_tts.server.handler import _sentences as one_shot_sentences
 from wyoming_pocket_tts.text import LANGUAGES, SentenceSplitter, normalize
 
 
@@ -106,6 +107,8 @@ def test_wrapped_paragraph_line_is_not_a_sentence_end() -> None:
     ("de", "Am 3. März sind es 19,5 °C. Um 18:40 Uhr kommt Dr. Müller. Das kostet 4,20 €."),
     ("en", "It is 19.5 °C and cloudy. The meeting is on March 14th, 2027 at 4:10 PM. Approx. 3 kWh."),
     ("fr", "Le 1er mars il fera 3–5 °C. Env. 12 km/h de vent. Rendez-vous à 18h40."),
+    ("en", "Write to anna.mueller@example.com or see https://www.example.com/help. Thanks!"),
+    ("de", "Schreib an anna_mueller@example.de. Danke!"),
 ])
 def test_streamed_sentences_normalise_like_the_whole_reply(language: str, reply: str) -> None:
     streamed = " ".join(normalize(sentence, language) for sentence in split(reply, language, 5))
@@ -116,8 +119,40 @@ def test_streamed_sentences_normalise_like_the_whole_reply(language: str, reply:
 def test_markdown_reply_streamed_is_read_without_markup() -> None:
     reply = "**Weather** ☀️\n\n- Today: sunny, 21 °C\n- Tomorrow: rain\n\nSee [details](https://x.org)."
     sentences = [normalize(sentence, "en") for sentence in split(reply, "en", 6)]
-    assert sentences == ["Weather", "Today: sunny, twenty-one degrees Celsius", "Tomorrow: rain",
+    assert sentences == ["Weather", "Today: sunny, twenty-one degrees Celsius.", "Tomorrow: rain.",
                          "See details."]
+
+
+# A list whose items have no full stop, the last one followed by a sentence without a blank
+# line (a lazy continuation line in CommonMark: the parser puts it into the last item).
+LIST_REPLIES = [
+    ("en", "Your list:\n1. Milk\n2. Eggs\n3. Bread\nAnything else?",
+     ["Your list: Milk.", "Eggs.", "Bread.", "Anything else?"]),
+    ("en", "Shopping:\n- milk\n- eggs,\n- bread\n\nAnything else?",
+     ["Shopping: milk.", "Eggs.", "Bread.", "Anything else?"]),
+    ("de", "Deine Liste:\n1. Milch\n2. Eier\n3. Brot\nSonst noch etwas?",
+     ["Deine Liste: Milch.", "Eier.", "Brot.", "Sonst noch etwas?"]),
+    ("fr", "Votre liste :\n* lait\n* œufs\nAutre chose ?", ["Votre liste : lait.", "Œufs.", "Autre chose ?"]),
+    ("it", "La lista:\n1. latte\n2. uova\nAltro?", ["La lista: latte.", "Uova.", "Altro?"]),
+    ("pt", "A lista:\n- Leite\n- Ovos\nMais alguma coisa?", ["A lista: Leite.", "Ovos.", "Mais alguma coisa?"]),
+    ("es", "La lista:\n1. Leche\n2. Huevos\n¿Algo más?", ["La lista: Leche.", "Huevos.", "¿Algo más?"]),
+    ("nl", "De lijst:\n- melk\n- eieren\nNog iets?", ["De lijst: melk.", "Eieren.", "Nog iets?"]),
+]
+
+
+@pytest.mark.parametrize(("language", "reply", "sentences"), LIST_REPLIES)
+def test_list_items_are_sentences_in_a_one_shot_reply(language: str, reply: str, sentences: list[str]) -> None:
+    # As the server splits a one-shot text: normalised first, then cut into sentences.
+    assert one_shot_sentences(normalize(reply, language), language) == sentences
+
+
+@pytest.mark.parametrize(("language", "reply", "sentences"), LIST_REPLIES)
+def test_list_items_are_sentences_in_a_streamed_reply(language: str, reply: str, sentences: list[str]) -> None:
+    streamed = [normalize(sentence, language).lower() for sentence in split(reply, language, 4)]
+    # The introduction is cut at its line break (first audio sooner); each item ends a sentence.
+    # The case of a sentence's first letter is left to the engine, which capitalises it.
+    assert streamed[2:] == [sentence.lower() for sentence in sentences[1:]]
+    assert " ".join(streamed) == " ".join(sentences).lower() == normalize(reply, language).lower()
 
 
 def test_splitter_without_a_language_knows_every_language() -> None:

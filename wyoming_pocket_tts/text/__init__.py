@@ -10,7 +10,7 @@ import re
 
 from .abbreviations import expand_abbreviations
 from .languages import LANGUAGES, language_rules
-from .markup import markdown_to_text, remove_emoji, shorten_urls
+from .markup import markdown_to_text, remove_emoji, shorten_urls, speak_addresses
 from .numerals import rewrite_numerals
 from .sentences import SentenceSplitter
 
@@ -23,8 +23,9 @@ _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉μ", "0123456789µ")
 def normalize(text: str, language: str) -> str:
     """`text` as a person would say it in `language` (en fr de it pt es nl; else English).
 
-    Markdown becomes sentences, emoji and URLs are removed or shortened, abbreviations
-    are expanded and numbers (with their units, currencies, dates and times) become words.
+    Markdown becomes sentences, emoji and URLs are removed or shortened, e-mail addresses
+    are read in words, abbreviations are expanded and numbers (with their units,
+    currencies, dates and times) become words.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
@@ -34,9 +35,11 @@ def normalize(text: str, language: str) -> str:
     spoken = remove_emoji(text)  # first: a block ending in an emoji still ends a sentence
     spoken = markdown_to_text(spoken)
     spoken = shorten_urls(spoken, rules)
+    spoken = speak_addresses(spoken, rules)
     spoken = spoken.translate(_SUBSCRIPTS)
     spoken = expand_abbreviations(spoken, rules)
     spoken = rewrite_numerals(spoken, rules)
+    spoken = speak_addresses(spoken, rules)  # those that numbers glued to them hid
     if spoken is text:
         return text
     return _SPACE_RUNS.sub(" ", spoken).strip()

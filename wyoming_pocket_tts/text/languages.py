@@ -39,6 +39,8 @@ class Language:
     to_word: str  # ranges: "3 to 5"
     and_word: str
     dot_word: str  # versions, URLs: "one dot two"
+    at_word: str  # e-mail addresses: "anna at example dot com", "anna ät example Punkt com"
+    underscore_word: str  # "_" in an e-mail address
     plus_word: str
     over_word: str  # fractions that have no name: "3 over 8"
     version_word: str
@@ -66,6 +68,8 @@ ENGLISH = Language(
     to_word="to",
     and_word="and",
     dot_word="dot",
+    at_word="at",
+    underscore_word="underscore",
     plus_word="plus",
     over_word="over",
     version_word="version",
@@ -101,6 +105,8 @@ GERMAN = Language(
     to_word="bis",
     and_word="und",
     dot_word="Punkt",
+    at_word="ät",
+    underscore_word="Unterstrich",
     plus_word="plus",
     over_word="durch",
     version_word="Version",
@@ -141,6 +147,8 @@ FRENCH = Language(
     to_word="à",
     and_word="et",
     dot_word="point",
+    at_word="arobase",
+    underscore_word="tiret bas",
     plus_word="plus",
     over_word="sur",
     version_word="version",
@@ -171,6 +179,8 @@ ITALIAN = Language(
     to_word="a",
     and_word="e",
     dot_word="punto",
+    at_word="chiocciola",
+    underscore_word="trattino basso",
     plus_word="più",
     over_word="su",
     version_word="versione",
@@ -201,6 +211,8 @@ PORTUGUESE = Language(
     to_word="a",
     and_word="e",
     dot_word="ponto",
+    at_word="arroba",
+    underscore_word="sublinhado",
     plus_word="mais",
     over_word="sobre",
     version_word="versão",
@@ -232,6 +244,8 @@ SPANISH = Language(
     to_word="a",
     and_word="y",
     dot_word="punto",
+    at_word="arroba",
+    underscore_word="guion bajo",
     plus_word="más",
     over_word="entre",
     version_word="versión",
@@ -265,6 +279,8 @@ DUTCH = Language(
     to_word="tot",
     and_word="en",
     dot_word="punt",
+    at_word="apenstaartje",
+    underscore_word="laag streepje",
     plus_word="plus",
     over_word="gedeeld door",
     version_word="versie",
