@@ -6,7 +6,6 @@ the middle of a synthesis. Bounds are generous: CI shares two cores with other w
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
 import signal
@@ -26,8 +25,9 @@ from server_fixtures import (
     one_shot,
     raw_exchange,
     read_until,
+    ready_server_process,
     start_server_process,
-    wait_port,
+    wait_voices,
 )
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
@@ -46,16 +46,6 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def wait_ready(proc: ServerProcess, timeout: float = 120) -> None:
-    """Until describe lists the voices (the model is loaded)."""
-    run(wait_port(proc.port, timeout=30))
-    deadline = time.monotonic() + timeout
-    while not run(describe(proc.port))[0].tts[0].voices:
-        assert proc.proc.poll() is None, proc.log()
-        assert time.monotonic() < deadline, proc.log()
-        time.sleep(0.2)
-
-
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -66,14 +56,8 @@ def rss_kib(pid: int) -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """One demo server, one synthesis at a time: a stalled reply must not block the next."""
-    proc = start_server_process(tmp_path_factory.mktemp("limits"), "--max-concurrent", "1")
-    try:
-        wait_ready(proc)
+    with ready_server_process(tmp_path_factory.mktemp("limits"), "--max-concurrent", "1") as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        print(proc.log()[-3000:])
-        assert code == 0, f"server exited with {code}"
 
 
 def wait_paused(server: ServerProcess, timeout: float = 60.0) -> float:
@@ -177,7 +161,7 @@ def test_more_connections_than_the_cap(tmp_path):
         return answers, after
 
     try:
-        wait_ready(server)
+        wait_voices(server)
         answers, after = run(go())
     finally:
         code = server.stop()
@@ -196,7 +180,7 @@ def test_more_connections_than_the_cap(tmp_path):
 def test_sigterm_during_synthesis_exits_zero(tmp_path):
     server = start_server_process(tmp_path, "--max-concurrent", "2")
     try:
-        wait_ready(server)
+        wait_voices(server)
 
         async def start_long() -> AsyncTcpClient:
             client = AsyncTcpClient("127.0.0.1", server.port)

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from engine_fixtures import LocalModel, local_architecture, write_voice_recording
-from server_fixtures import REPO, ServerProcess, describe, free_port, one_shot
+from server_fixtures import REPO, ServerProcess, describe, free_port, one_shot, stop_cleanly
 
 TEXT = "Guten Morgen, das Wetter ist schön."
 CUSTOM_ARCHITECTURE = "english_7m_2026-10"
@@ -86,9 +86,7 @@ def serving(tmp_path: Path, household: Household) -> Iterator:
 
     yield run
     for proc in started:
-        code = proc.stop()
-        print(proc.log()[-4000:])
-        assert code == 0, f"server exited with {code}"
+        stop_cleanly(proc, log_tail=4000)
 
 
 def speak(proc: ServerProcess, voice: str) -> bytes:
