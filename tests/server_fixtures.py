@@ -324,6 +324,12 @@ def peak_rss_mb(proc: ServerProcess) -> float:
 # Client side
 
 
+def long_answer(sentences: int) -> str:
+    """A text that keeps the engine busy: `sentences` numbered sentences, none the same."""
+    return " ".join(f"This is sentence number {n} of a long answer that keeps the engine busy for a while."
+                    for n in range(1, sentences + 1))  # fmt: skip
+
+
 @dataclass
 class Response:
     """Everything a client received for one request."""

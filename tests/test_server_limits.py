@@ -22,6 +22,7 @@ from server_fixtures import (
     check_audio_format,
     describe,
     free_port,
+    long_answer,
     one_shot,
     raw_exchange,
     read_until,
@@ -36,10 +37,7 @@ from wyoming.tts import Synthesize
 from wyoming_pocket_tts.server.app import SHUTDOWN_GRACE_S
 from wyoming_pocket_tts.server.connections import RESERVED_FILES
 
-LONG_TEXT = " ".join(
-    f"This is sentence number {n} of a long answer that keeps the engine busy for a while."
-    for n in range(1, 40)
-)
+LONG_TEXT = long_answer(39)
 
 
 def run(coro):

@@ -24,6 +24,7 @@ from server_fixtures import (
     check_audio_format,
     describe,
     ha_stream,
+    long_answer,
     one_shot,
     read_until,
     start_server_process,
@@ -35,10 +36,7 @@ from wyoming.client import AsyncClient, AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart
 
-LONG_TEXT = " ".join(
-    f"This is sentence number {n} of a long answer that keeps the engine busy for a while."
-    for n in range(1, 30)
-)
+LONG_TEXT = long_answer(29)
 
 
 def run(coro):
