@@ -312,12 +312,22 @@ def ready_server_process(tmp_path: Path, *extra: str) -> Iterator[ServerProcess]
         stop_cleanly(proc)
 
 
+def memory_kib(proc: ServerProcess, field: str) -> int:
+    """A memory figure of the server process from /proc/PID/status ("VmRSS", "VmHWM"), in KiB."""
+    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/PID/status")
+
+
+def rss_mb(proc: ServerProcess) -> float:
+    """The server's resident memory now (VmRSS), in MB."""
+    return memory_kib(proc, "VmRSS") / 1024
+
+
 def peak_rss_mb(proc: ServerProcess) -> float:
     """The server's peak resident memory so far (VmHWM), in MB."""
-    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/PID/status")
+    return memory_kib(proc, "VmHWM") / 1024
 
 
 # --------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from limits_fixtures import event_bytes, stalled_request
@@ -23,6 +22,7 @@ from server_fixtures import (
     describe,
     free_port,
     long_answer,
+    memory_kib,
     one_shot,
     raw_exchange,
     read_until,
@@ -42,13 +42,6 @@ LONG_TEXT = long_answer(39)
 
 def run(coro):
     return asyncio.run(coro)
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +68,7 @@ def test_client_that_stops_reading_is_paused_and_others_are_served(server):
         await reader.readexactly(1)  # the synthesis has started; from now on we read nothing
         loop = asyncio.get_running_loop()
         paused_after = await loop.run_in_executor(None, wait_paused, server)
-        rss_before = rss_kib(server.proc.pid)
+        rss_before = memory_kib(server, "VmRSS")
         cpu_before = server.cpu_seconds()
         await asyncio.sleep(2.0)
         paused_cpu = server.cpu_seconds() - cpu_before
@@ -83,7 +76,7 @@ def test_client_that_stops_reading_is_paused_and_others_are_served(server):
         other = await one_shot(server.port, "Hello there, how are you?", timeout=60)
         other_s = time.monotonic() - asked
         await asyncio.sleep(1.0)
-        rss_growth = rss_kib(server.proc.pid) - rss_before
+        rss_growth = memory_kib(server, "VmRSS") - rss_before
         writer.close()
         return paused_after, paused_cpu, other, other_s, rss_growth
 
