@@ -107,15 +107,16 @@ def worker(args: argparse.Namespace) -> None:
     sys.stdout.write(json.dumps(result) + "\n")
 
 
-def prepare_model(folder: Path) -> tuple[Path, Path]:
-    """The random-weight model's config, and a voice state exported from a recording."""
+def prepare_model(folder: Path, name: str = "english") -> tuple[Path, Path]:
+    """A random-weight copy of catalog model `name` in `folder`: its config, and a voice
+    state exported from a recording."""
     from engine_fixtures import local_architecture, write_voice_recording
 
     from wyoming_pocket_tts.engine import load_model
 
-    local = local_architecture("english", folder / "english")
+    local = local_architecture(name, folder / name)
     model = load_model(str(local.config_path))
-    voice_state = folder / "voice.safetensors"
+    voice_state = folder / f"{name}-voice.safetensors"
     model.save_voice(model.voice_from_recording(write_voice_recording(folder / "voice.wav", seconds=6.0)), voice_state)
     return local.config_path, voice_state
 

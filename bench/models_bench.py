@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from engine_bench import LONG_TEXT, NO_EOS, ONE_SENTENCE, measure, peak_rss_mb  # noqa: E402
+from engine_bench import LONG_TEXT, NO_EOS, ONE_SENTENCE, measure, peak_rss_mb, prepare_model  # noqa: E402
 
 DEFAULT_MODELS = "english,english_18m_2026-10,english_7m_2026-10,english_2m_2026-10"
 # What every frame runs: one FlowLM step (transformer, sampler head) and one Mimi decode.
@@ -75,19 +75,6 @@ def worker(config: str, voice_state: str, precision: str, repeats: int, frames: 
     return result
 
 
-def prepare(name: str, folder: Path) -> tuple[Path, Path]:
-    """A random-weight copy of catalog model `name`, and a voice state exported from a recording."""
-    from engine_fixtures import local_architecture, write_voice_recording
-
-    from wyoming_pocket_tts.engine import load_model
-
-    local = local_architecture(name, folder / name)
-    model = load_model(str(local.config_path))
-    voice_state = folder / f"{name}-voice.safetensors"
-    model.save_voice(model.voice_from_recording(write_voice_recording(folder / "voice.wav", seconds=6.0)), voice_state)
-    return local.config_path, voice_state
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated catalog names")
@@ -107,7 +94,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="models-bench-") as tmp:
         for name in args.models.split(","):
-            config, voice_state = prepare(name, Path(tmp))
+            config, voice_state = prepare_model(Path(tmp), name)
             for precision in precisions:
                 command = [sys.executable, __file__, "--worker", str(config), str(voice_state), precision,
                            "--repeats", str(args.repeats), "--frames", str(args.frames)]  # fmt: skip

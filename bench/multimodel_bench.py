@@ -26,16 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from engine_fixtures import local_architecture, write_voice_recording  # noqa: E402
-from server_fixtures import REPO, ServerProcess, free_port, one_shot  # noqa: E402
+from server_fixtures import REPO, ServerProcess, free_port, one_shot, rss_mb  # noqa: E402
 
 TEXT = "Good morning, the kitchen lights are on and the coffee is ready."
-
-
-def rss_mb(proc: ServerProcess) -> float:
-    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 def start(work: Path, models: list[Path], max_loaded: int) -> ServerProcess:

@@ -315,34 +315,51 @@ def start_server_process(tmp_path: Path, *extra: str, port: int | None = None) -
     return ServerProcess(proc, port, log_path)
 
 
+def stop_cleanly(proc: ServerProcess, log_tail: int = 3000) -> None:
+    """Stop a server process at the end of its tests: it must exit 0. The end of its log is
+    printed, so that pytest shows it with any failure."""
+    code = proc.stop()
+    print(proc.log()[-log_tail:])
+    assert code == 0, f"server exited with {code}"
+
+
 @contextlib.contextmanager
 def ready_server_process(tmp_path: Path, *extra: str) -> Iterator[ServerProcess]:
     """A server process with its voices listed; stopped after, and it must exit 0."""
     proc = start_server_process(tmp_path, *extra)
     try:
-        asyncio.run(wait_port(proc.port, timeout=60))
-        deadline = time.monotonic() + 120
-        while not asyncio.run(describe(proc.port))[0].tts[0].voices:
-            assert proc.proc.poll() is None, proc.log()
-            assert time.monotonic() < deadline, proc.log()
-            time.sleep(0.2)
+        wait_voices(proc, port_timeout=60)
         yield proc
     finally:
-        code = proc.stop()
-        print(proc.log()[-3000:])
-        assert code == 0, f"server exited with {code}"
+        stop_cleanly(proc)
+
+
+def memory_kib(proc: ServerProcess, field: str) -> int:
+    """A memory figure of the server process from /proc/PID/status ("VmRSS", "VmHWM"), in KiB."""
+    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/PID/status")
+
+
+def rss_mb(proc: ServerProcess) -> float:
+    """The server's resident memory now (VmRSS), in MB."""
+    return memory_kib(proc, "VmRSS") / 1024
 
 
 def peak_rss_mb(proc: ServerProcess) -> float:
     """The server's peak resident memory so far (VmHWM), in MB."""
-    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/PID/status")
+    return memory_kib(proc, "VmHWM") / 1024
 
 
 # --------------------------------------------------------------------------------------
 # Client side
+
+
+def long_answer(sentences: int) -> str:
+    """A text that keeps the engine busy: `sentences` numbered sentences, none the same."""
+    return " ".join(f"This is sentence number {n} of a long answer that keeps the engine busy for a while."
+                    for n in range(1, sentences + 1))  # fmt: skip
 
 
 @dataclass
@@ -402,9 +419,9 @@ async def describe(port: int, timeout: float = 5.0) -> tuple[Info, float]:
                 return Info.from_event(event), time.monotonic() - started
 
 
-def wait_voices(server: ServerProcess, timeout: float = 120.0) -> None:
+def wait_voices(server: ServerProcess, timeout: float = 120.0, port_timeout: float = 30.0) -> None:
     """Until a server process listens and lists its voices (its model is loaded)."""
-    asyncio.run(wait_port(server.port, timeout=30))
+    asyncio.run(wait_port(server.port, timeout=port_timeout))
     deadline = time.monotonic() + timeout
     while not asyncio.run(describe(server.port))[0].tts[0].voices:
         assert server.proc.poll() is None, server.log()

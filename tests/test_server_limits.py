@@ -6,14 +6,12 @@ the middle of a synthesis. Bounds are generous: CI shares two cores with other w
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from limits_fixtures import event_bytes, stalled_request
@@ -23,11 +21,14 @@ from server_fixtures import (
     check_audio_format,
     describe,
     free_port,
+    long_answer,
+    memory_kib,
     one_shot,
     raw_exchange,
     read_until,
+    ready_server_process,
     start_server_process,
-    wait_port,
+    wait_voices,
 )
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
@@ -36,44 +37,18 @@ from wyoming.tts import Synthesize
 from wyoming_pocket_tts.server.app import SHUTDOWN_GRACE_S
 from wyoming_pocket_tts.server.connections import RESERVED_FILES
 
-LONG_TEXT = " ".join(
-    f"This is sentence number {n} of a long answer that keeps the engine busy for a while."
-    for n in range(1, 40)
-)
+LONG_TEXT = long_answer(39)
 
 
 def run(coro):
     return asyncio.run(coro)
 
 
-def wait_ready(proc: ServerProcess, timeout: float = 120) -> None:
-    """Until describe lists the voices (the model is loaded)."""
-    run(wait_port(proc.port, timeout=30))
-    deadline = time.monotonic() + timeout
-    while not run(describe(proc.port))[0].tts[0].voices:
-        assert proc.proc.poll() is None, proc.log()
-        assert time.monotonic() < deadline, proc.log()
-        time.sleep(0.2)
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """One demo server, one synthesis at a time: a stalled reply must not block the next."""
-    proc = start_server_process(tmp_path_factory.mktemp("limits"), "--max-concurrent", "1")
-    try:
-        wait_ready(proc)
+    with ready_server_process(tmp_path_factory.mktemp("limits"), "--max-concurrent", "1") as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        print(proc.log()[-3000:])
-        assert code == 0, f"server exited with {code}"
 
 
 def wait_paused(server: ServerProcess, timeout: float = 60.0) -> float:
@@ -93,7 +68,7 @@ def test_client_that_stops_reading_is_paused_and_others_are_served(server):
         await reader.readexactly(1)  # the synthesis has started; from now on we read nothing
         loop = asyncio.get_running_loop()
         paused_after = await loop.run_in_executor(None, wait_paused, server)
-        rss_before = rss_kib(server.proc.pid)
+        rss_before = memory_kib(server, "VmRSS")
         cpu_before = server.cpu_seconds()
         await asyncio.sleep(2.0)
         paused_cpu = server.cpu_seconds() - cpu_before
@@ -101,7 +76,7 @@ def test_client_that_stops_reading_is_paused_and_others_are_served(server):
         other = await one_shot(server.port, "Hello there, how are you?", timeout=60)
         other_s = time.monotonic() - asked
         await asyncio.sleep(1.0)
-        rss_growth = rss_kib(server.proc.pid) - rss_before
+        rss_growth = memory_kib(server, "VmRSS") - rss_before
         writer.close()
         return paused_after, paused_cpu, other, other_s, rss_growth
 
@@ -177,7 +152,7 @@ def test_more_connections_than_the_cap(tmp_path):
         return answers, after
 
     try:
-        wait_ready(server)
+        wait_voices(server)
         answers, after = run(go())
     finally:
         code = server.stop()
@@ -196,7 +171,7 @@ def test_more_connections_than_the_cap(tmp_path):
 def test_sigterm_during_synthesis_exits_zero(tmp_path):
     server = start_server_process(tmp_path, "--max-concurrent", "2")
     try:
-        wait_ready(server)
+        wait_voices(server)
 
         async def start_long() -> AsyncTcpClient:
             client = AsyncTcpClient("127.0.0.1", server.port)

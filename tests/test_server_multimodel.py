@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from engine_fixtures import LocalModel, local_architecture, write_voice_recording
-from server_fixtures import REPO, ServerProcess, describe, free_port, one_shot
+from server_fixtures import REPO, ServerProcess, describe, free_port, one_shot, rss_mb, stop_cleanly
 
 TEXT = "Guten Morgen, das Wetter ist schön."
 CUSTOM_ARCHITECTURE = "english_7m_2026-10"
@@ -86,9 +86,7 @@ def serving(tmp_path: Path, household: Household) -> Iterator:
 
     yield run
     for proc in started:
-        code = proc.stop()
-        print(proc.log()[-4000:])
-        assert code == 0, f"server exited with {code}"
+        stop_cleanly(proc, log_tail=4000)
 
 
 def speak(proc: ServerProcess, voice: str) -> bytes:
@@ -104,13 +102,6 @@ def same_audio(got: bytes, expected: bytes) -> bool:
     step of 16-bit PCM, 3e-5 of full scale); another voice or model differs everywhere."""
     a, b = np.frombuffer(got, np.int16).astype(np.int32), np.frombuffer(expected, np.int16).astype(np.int32)
     return a.shape == b.shape and int(np.abs(a - b).max()) <= ROUNDING_STEPS
-
-
-def rss_mb(proc: ServerProcess) -> float:
-    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 def voice_languages(proc: ServerProcess) -> dict[str, list[str]]:

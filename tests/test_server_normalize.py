@@ -22,6 +22,7 @@ from server_fixtures import (
     inprocess_server,
     one_shot,
     start_server_process,
+    stop_cleanly,
     wait_voices,
 )
 
@@ -128,9 +129,7 @@ def servers(tmp_path_factory):
         yield procs
     finally:
         for proc in procs.values():
-            code = proc.stop()
-            print(proc.log()[-2000:])
-            assert code == 0, f"server exited with {code}"
+            stop_cleanly(proc, log_tail=2000)
 
 
 def _audio_bytes(proc: ServerProcess, text: str, mode: str) -> int:

@@ -24,19 +24,19 @@ from server_fixtures import (
     check_audio_format,
     describe,
     ha_stream,
+    long_answer,
     one_shot,
     read_until,
     start_server_process,
+    stop_cleanly,
     wait_port,
+    wait_voices,
 )
 from wyoming.client import AsyncClient, AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart
 
-LONG_TEXT = " ".join(
-    f"This is sentence number {n} of a long answer that keeps the engine busy for a while."
-    for n in range(1, 30)
-)
+LONG_TEXT = long_answer(29)
 
 
 def run(coro):
@@ -72,18 +72,12 @@ def server(tmp_path_factory, voices_dir):
         run(wait_port(proc.port, timeout=30))
         # The first describe, answered while the model still loads in the background.
         first_info, first_latency = run(describe(proc.port))
-        deadline = time.monotonic() + 120
-        while not run(describe(proc.port))[0].tts[0].voices:
-            assert proc.proc.poll() is None, proc.log()
-            assert time.monotonic() < deadline, proc.log()
-            time.sleep(0.2)
+        wait_voices(proc)
         wait_idle(proc)
         proc.first_describe = (first_info, first_latency)  # type: ignore[attr-defined]
         yield proc
     finally:
-        code = proc.stop()
-        print(proc.log()[-3000:])
-        assert code == 0, f"server exited with {code}"
+        stop_cleanly(proc)
 
 
 def test_describe_while_loading_and_ready(server):

@@ -22,8 +22,7 @@ from server_fixtures import (
     describe,
     ha_stream,
     one_shot,
-    start_server_process,
-    wait_voices,
+    ready_server_process,
 )
 
 from wyoming_pocket_tts.__main__ import build_parser
@@ -71,17 +70,11 @@ def server(tmp_path_factory) -> ServerProcess:
     tmp = tmp_path_factory.mktemp("rate")
     write_voice_recording(tmp / "speaker.wav")
     (tmp / "voices.yaml").write_text(VOICES_FILE)
-    proc = start_server_process(
+    with ready_server_process(
         tmp, "--voices", str(tmp / "voices.yaml"), "--no-predefined-voices", "--eos-threshold", "1000000000",
         "--length-scale", str(SERVER_LENGTH_SCALE), "--sentence-silence", str(SERVER_SENTENCE_SILENCE),
-    )  # fmt: skip
-    try:
-        wait_voices(proc)
+    ) as proc:  # fmt: skip
         yield proc
-    finally:
-        code = proc.stop()
-        print(proc.log()[-3000:])
-        assert code == 0, f"server exited with {code}"
 
 
 def samples(response: Response) -> np.ndarray:

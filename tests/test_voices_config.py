@@ -407,3 +407,27 @@ def test_the_library_describes_a_voice_with_its_settings(tmp_path):
     spec = VoiceSpec(name="alba", kind="predefined", origin="test", settings={"temperature": 0.9})
     info = voice_info(spec, ["en"])
     assert dict(info.settings) == {"temperature": 0.9} and info.languages == ("en",)
+
+
+def test_one_lookup_gives_the_voice_its_settings_and_language():
+    """`settings_for` splits the voice's own settings by scope and names its language; the three
+    single lookups agree with it, and an unknown name gets the server's settings."""
+    from server_fixtures import FakeModel, FakeVoices
+
+    from wyoming_pocket_tts.core import GenerationOptions
+    from wyoming_pocket_tts.server.service import Backend, ReplyOptions, VoiceSettings
+
+    voices = FakeVoices(settings={"grandma": {"temperature": 0.9, "length_scale": 1.5}})
+    backend = Backend(model=FakeModel(), voices=voices, options=GenerationOptions(decode_steps=2),
+                      reply=ReplyOptions(sentence_silence=0.2), languages=("fr",))  # fmt: skip
+    grandma = backend.settings_for("grandma")
+    assert grandma == VoiceSettings(
+        options=GenerationOptions(temperature=0.9, decode_steps=2),
+        reply=ReplyOptions(length_scale=1.5, sentence_silence=0.2),
+        language="en",  # the voice's own language comes before the server's
+    )
+    assert backend.options_for("grandma") == grandma.options
+    assert backend.reply_options_for("grandma") == grandma.reply
+    assert backend.language_for("grandma") == grandma.language
+    assert backend.settings_for("nobody") == VoiceSettings(backend.options, backend.reply, "fr")
+    assert backend.language_for(None) == "en"  # the default voice's

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlparse
 
 from . import __version__
-from .core import GenerationOptions
+from .core import GenerationOptions, names_config_file
 from .server.app import ServerConfig, StartError, serve
 from .server.logsafe import RepeatLimiter
 from .server.loading import LoadFailed
@@ -155,7 +155,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     for model in models:
         if not model:
             raise UsageError("--model is empty")
-        if not model.startswith("hf://") and (model.endswith((".yaml", ".yml")) or "/" in model):
+        if not model.startswith("hf://") and names_config_file(model):
             if not Path(model).is_file():
                 raise UsageError(f"--model {model}: no such file")
     repeated = sorted({model for model in models if models.count(model) > 1})

@@ -7,12 +7,14 @@ The server, the command line and the voices configuration import these modules d
 
 from .contract import ModelLike, SessionLike, VoiceSource, VoiceStateLike
 from .errors import EngineError, ModelLoadError, TextError, VoiceError
+from .model_names import MODEL_CONFIG_SUFFIXES, names_config_file
 from .options import GenerationOptions
 from .voices import VoiceInfo, VoiceKind
 
 __all__ = [
     "EngineError",
     "GenerationOptions",
+    "MODEL_CONFIG_SUFFIXES",
     "ModelLike",
     "ModelLoadError",
     "SessionLike",
@@ -22,4 +24,5 @@ __all__ = [
     "VoiceKind",
     "VoiceSource",
     "VoiceStateLike",
+    "names_config_file",
 ]

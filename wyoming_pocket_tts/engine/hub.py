@@ -38,6 +38,13 @@ def watch_downloads(watcher: DownloadWatcher) -> Iterator[None]:
         _download_watcher.reset(token)
 
 
+def _tell_watcher(news: str | None) -> None:
+    """Tell this thread's watcher (if any) a retry line, or None: the download succeeded."""
+    watcher = _download_watcher.get()
+    if watcher is not None:
+        watcher(news)
+
+
 class _RetryLog(logging.Filter):
     """Turns huggingface_hub's two retry lines into one of ours (see _HUB_HTTP_LOGGER)."""
 
@@ -60,9 +67,7 @@ class _RetryLog(logging.Filter):
         line = (f"download of {self.what} failed ({self.error}); "
                 f"retry {retry.group('n')} of {retry.group('of')} in {retry.group('wait')} s")  # fmt: skip
         logger.warning("%s", line)
-        watcher = _download_watcher.get()
-        if watcher is not None:
-            watcher(line)
+        _tell_watcher(line)
         return False
 
 
@@ -138,9 +143,7 @@ def resolve(path: str | Path, access: HubAccess, base_dir: Path | None = None) -
             )
         if retry_log.retried:
             logger.info("download of %s succeeded after retries", what)
-            watcher = _download_watcher.get()
-            if watcher is not None:
-                watcher(None)
+            _tell_watcher(None)
         return local
     except GatedRepoError:
         raise ModelLoadError(

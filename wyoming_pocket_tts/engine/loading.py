@@ -17,6 +17,7 @@ from .catalog import catalog, language_of
 from .config import ModelConfig, parse_config, read_config_file
 from .demo import DEMO_LANGUAGES, DEMO_NAME, DEMO_VOICE, demo_config, demo_voice_audio, make_tokenizer_json
 from ..core.errors import ModelLoadError
+from ..core.model_names import names_config_file
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
 from .network import PocketNetwork, load_weights, random_weights
@@ -73,8 +74,7 @@ def load_model(
 
 
 def _read_custom_config(name_or_path: str, hub: HubAccess) -> dict[str, Any]:
-    looks_like_file = name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path
-    if not looks_like_file:
+    if not names_config_file(name_or_path):
         known = ", ".join(sorted(catalog()))
         raise ModelLoadError(f"unknown model {name_or_path!r}; known models: {known}, {DEMO_NAME}, or a path to a YAML config")
     return read_config_file(resolve(name_or_path, hub))

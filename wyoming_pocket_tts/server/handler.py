@@ -404,10 +404,9 @@ class PocketTtsEventHandler(AsyncEventHandler):
         _LOGGER.debug("Request %d: voice %s ready after %.0f ms", request_id, resolved,
                       (time.monotonic() - timing.start) * 1000)  # fmt: skip
         cancel = threading.Event()
-        options = backend.options_for(resolved)
-        reply = backend.reply_options_for(resolved)
+        settings = backend.settings_for(resolved)
+        options, reply, language = settings.options, settings.reply, settings.language
         shaper = _reply_audio(backend, reply)
-        language = backend.language_for(resolved)
 
         def frames() -> FrameIterator:
             spoken = _spoken(text, language, reply)
@@ -436,11 +435,10 @@ class PocketTtsEventHandler(AsyncEventHandler):
         backend, resolved, voice = await self._service.acquire_voice(stream.voice_name)
         cancel = threading.Event()
         timing = _Timing()
-        options = backend.options_for(resolved)
-        reply = backend.reply_options_for(resolved)
+        settings = backend.settings_for(resolved)
+        options, reply, language = settings.options, settings.reply, settings.language
         # One for the whole reply: the stretch runs on across sentences, without a seam.
         shaper = _reply_audio(backend, reply)
-        language = backend.language_for(resolved)
         session: Any = None
 
         def speak(sentence: str) -> Callable[[], FrameIterator]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from ..core import VoiceInfo
+from ..core import VoiceInfo, names_config_file
 from .loading import LoadTrouble, load_failure, load_watched
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def model_label(name: str) -> str:
     """A model's short name: a catalog name or `demo` as is, a config's file stem."""
     if name.startswith("hf://"):
         name = name.split("@", 1)[0]
-    if name.endswith((".yaml", ".yml")) or "/" in name:
+    if names_config_file(name):
         return PurePath(name).stem
     return name
 

@@ -65,31 +65,53 @@ class Backend:
     # The voices' languages as the server announces them (--language, the catalog...).
     languages: tuple[str, ...] = ()
 
+    def settings_for(self, voice_name: str) -> VoiceSettings:
+        """What a request in this voice is spoken with (a name the voices do not hold: the server's).
+
+        Reads the voice list once: the handler needs all three values for every request.
+        """
+        voice = next((voice for voice in self.voices.voices if voice.name == voice_name), None)
+        generation = _own_settings(voice, "generation")
+        reply = _own_settings(voice, "reply")
+        if voice is not None and voice.languages:
+            language = voice.languages[0]
+        else:
+            language = (self.languages or tuple(self.model.languages) or ("en",))[0]
+        return VoiceSettings(
+            options=replace(self.options, **generation) if generation else self.options,
+            reply=replace(self.reply, **reply) if reply else self.reply,
+            language=language,
+        )
+
     def options_for(self, voice_name: str) -> GenerationOptions:
         """The server's options, under the voice's own settings from the voices file."""
-        own = self._voice_settings(voice_name, "generation")
-        return replace(self.options, **own) if own else self.options
+        return self.settings_for(voice_name).options
 
     def reply_options_for(self, voice_name: str) -> ReplyOptions:
         """The server's reply options, under the voice's own settings from the voices file."""
-        own = self._voice_settings(voice_name, "reply")
-        return replace(self.reply, **own) if own else self.reply
+        return self.settings_for(voice_name).reply
 
     def language_for(self, voice_name: str | None) -> str:
         """The language the voice's text is read in: the voice's, else the model's, else en."""
-        name = voice_name or self.voices.default_name
-        for voice in self.voices.voices:
-            if voice.name == name and voice.languages:
-                return voice.languages[0]
-        return (self.languages or tuple(self.model.languages) or ("en",))[0]
+        return self.settings_for(voice_name or self.voices.default_name).language
 
-    def _voice_settings(self, voice_name: str, scope: Scope) -> dict[str, Any]:
-        """The voices file's settings of `voice_name` that belong to `scope`, by field."""
-        for voice in self.voices.voices:
-            if voice.name == voice_name:
-                chosen = (BY_NAME[name] for name in voice.settings)
-                return {s.field_name: voice.settings[s.name] for s in chosen if s.scope == scope}
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    """The server's settings under one voice's own (voices file), and the voice's language."""
+
+    options: GenerationOptions
+    reply: ReplyOptions
+    # The language the voice's text is read in: the voice's, else the model's, else en.
+    language: str
+
+
+def _own_settings(voice: VoiceInfo | None, scope: Scope) -> dict[str, Any]:
+    """The voices file's settings of `voice` that belong to `scope`, by field."""
+    if voice is None:
         return {}
+    chosen = (BY_NAME[name] for name in voice.settings)
+    return {s.field_name: voice.settings[s.name] for s in chosen if s.scope == scope}
 
 
 Loader = Callable[[], Backend]
