@@ -8,7 +8,6 @@ the real demo model allows; test_server_process.py repeats the essentials on the
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 

@@ -82,6 +82,9 @@ CHANNELS = 1
 STALL_GRACE_S = 0.25
 # More than the JSON header and data of an audio chunk take (about 150 bytes).
 CHUNK_HEADER_BYTES = 512
+# How long a closing connection may take to send what is still buffered for it (the rest
+# of its last event); a client that does not take it by then is cut off.
+CLOSE_FLUSH_S = 1.0
 
 
 class RequestError(Exception):
@@ -184,9 +187,23 @@ class PocketTtsEventHandler(AsyncEventHandler):
         finally:
             try:
                 await self.disconnect()
-                self.writer.close()
+                await self._close()
             finally:
                 self._service.connections.discard(task)  # type: ignore[arg-type]
+
+    async def _close(self) -> None:
+        """Close the connection once what is buffered for it has been sent.
+
+        `close()` alone only starts that: at shutdown the process exits right after the
+        connections end, and the client would get the last event cut in the middle.
+        """
+        self.writer.close()
+        try:
+            await asyncio.wait_for(self.writer.wait_closed(), CLOSE_FLUSH_S)
+        except asyncio.TimeoutError:
+            self.writer.transport.abort()  # the client does not read: drop its buffer
+        except (ConnectionError, OSError):
+            pass  # gone already
 
     async def _next_event(self) -> Event | None:
         """The next event; ProtocolError if the connection idles past the idle timeout.
