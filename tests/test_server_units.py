@@ -338,3 +338,44 @@ def test_voices_are_listed_before_a_catalog_model_is_loaded(tmp_path):
         return listed
 
     assert asyncio.run(go()) == names
+
+
+def test_a_reply_on_a_closing_connection_ends_as_if_the_client_left():
+    """At shutdown the server closes every connection while replies still run. A chunk
+    written after the connection has sent its buffer and closed ends the reply with a
+    ConnectionError (the handler's "client went away"), not asyncio's fatal write error."""
+    from wyoming.audio import AudioChunk
+
+    from wyoming_pocket_tts.server.handler import PocketTtsEventHandler
+
+    async def go() -> tuple[type[BaseException] | None, list[dict]]:
+        loop = asyncio.get_running_loop()
+        fatal: list[dict] = []
+        loop.set_exception_handler(lambda _loop, context: fatal.append(context))
+        outcome: asyncio.Future[type[BaseException] | None] = loop.create_future()
+        chunk = AudioChunk(rate=24000, width=2, channels=1, audio=bytes(4_000_000)).event()
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            handler = PocketTtsEventHandler(reader, writer, service=None)  # type: ignore[arg-type]
+            writer.write(b"x" * 4_000_000)  # more than the socket takes at once: buffered
+            writer.close()  # as the server's stop does
+            await writer.wait_closed()  # the buffer was sent, the socket closed
+            try:
+                await handler.write_event(chunk)
+            except Exception as err:  # noqa: BLE001 - the kind of error is what is checked
+                outcome.set_result(type(err))
+            else:
+                outcome.set_result(None)
+
+        server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        while await reader.read(1 << 20):
+            pass
+        writer.close()
+        raised = await asyncio.wait_for(outcome, 10)
+        server.close()
+        return raised, fatal
+
+    raised, fatal = asyncio.run(go())
+    assert raised is not None and issubclass(raised, ConnectionError)
+    assert fatal == []

@@ -252,6 +252,17 @@ class PocketTtsEventHandler(AsyncEventHandler):
             _LOGGER.info("Client %s disconnected: cancelling its synthesis", self._peer)
             await self._cancel_responses()
 
+    async def write_event(self, event: Event) -> None:
+        """Send an event, unless the connection is closing (the client left, or the server
+        stops and closed it): the reply ends there, as for a client that went away.
+
+        Python 3.11's socket transport, once a closing connection has sent its buffer, fails
+        on a further write with an AttributeError logged as a fatal error.
+        """
+        if self.writer.is_closing():
+            raise ConnectionResetError("the connection is closing")
+        await super().write_event(event)
+
     async def _fail(self, message: str) -> None:
         """Send `error`, then close the connection. Safe to call from a response task."""
         if self._closing:
@@ -449,9 +460,9 @@ class PocketTtsEventHandler(AsyncEventHandler):
     async def _respond_streamed(self, stream: _TextStream) -> None:
         # Fetch (maybe load its model, encode) the voice while the first sentence is still
         # being written; the model is held until the `finally` below releases it.
+        timing = _Timing()  # from synthesize-start: loading the voice's model counts, as for one-shot
         backend, resolved, voice = await self._service.acquire_voice(stream.voice_name)
         cancel = threading.Event()
-        timing = _Timing()
         settings = backend.settings_for(resolved)
         options, reply, language = settings.options, settings.reply, settings.language
         # One for the whole reply: the stretch runs on across sentences, without a seam.
@@ -569,9 +580,12 @@ class PocketTtsEventHandler(AsyncEventHandler):
         elapsed = time.monotonic() - timing.start
         audio_s = timing.samples / backend.model.sample_rate
         first = (timing.first_audio or timing.start) - timing.start
+        # With several models, a voice's name in its library may be another model's too.
+        entry = self._service.pool.entry_of(backend) if self._service.pool.several else None
+        model = f" of model {entry.label}" if entry is not None else ""
         _LOGGER.info(
-            "Request %d done: voice %s, %.2f s of audio in %.2f s, first audio after %.0f ms",
-            request_id, voice, audio_s, elapsed, first * 1000,
+            "Request %d done: voice %s%s, %.2f s of audio in %.2f s, first audio after %.0f ms",
+            request_id, voice, model, audio_s, elapsed, first * 1000,
         )  # fmt: skip
 
 
