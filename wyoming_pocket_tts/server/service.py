@@ -83,18 +83,6 @@ class Backend:
             language=language,
         )
 
-    def options_for(self, voice_name: str) -> GenerationOptions:
-        """The server's options, under the voice's own settings from the voices file."""
-        return self.settings_for(voice_name).options
-
-    def reply_options_for(self, voice_name: str) -> ReplyOptions:
-        """The server's reply options, under the voice's own settings from the voices file."""
-        return self.settings_for(voice_name).reply
-
-    def language_for(self, voice_name: str | None) -> str:
-        """The language the voice's text is read in: the voice's, else the model's, else en."""
-        return self.settings_for(voice_name or self.voices.default_name).language
-
 
 @dataclass(frozen=True)
 class VoiceSettings:
