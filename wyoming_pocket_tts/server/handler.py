@@ -196,8 +196,13 @@ class PocketTtsEventHandler(AsyncEventHandler):
 
         `close()` alone only starts that: at shutdown the process exits right after the
         connections end, and the client would get the last event cut in the middle.
+        Nothing buffered (the usual end: the client left): closed at once, so that its place
+        under --max-connections is free for the next client without a wait.
         """
+        buffered = self.writer.transport.get_write_buffer_size()
         self.writer.close()
+        if not buffered:
+            return
         try:
             await asyncio.wait_for(self.writer.wait_closed(), CLOSE_FLUSH_S)
         except asyncio.TimeoutError:
