@@ -277,10 +277,12 @@ class PocketTtsEventHandler(AsyncEventHandler):
         await self._cancel_responses(keep=asyncio.current_task())
         try:
             await asyncio.wait_for(self.write_event(Error(text=message).event()), ERROR_WRITE_TIMEOUT_S)
-        except (asyncio.TimeoutError, ConnectionError, OSError):
+        except asyncio.TimeoutError:
             # The client does not read: drop what is buffered for it (close() would keep
             # the socket and the buffer until it reads).
             self.writer.transport.abort()
+        except (ConnectionError, OSError):
+            pass  # gone, or closing already (what is buffered for it still goes out)
         # Closing the transport feeds end-of-stream to our reader, which ends run().
         self.writer.close()
 
