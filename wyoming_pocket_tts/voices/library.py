@@ -36,7 +36,7 @@ from wyoming_pocket_tts.server.logsafe import clip
 from .catalog import Catalog, build_catalog, sources_signature, voice_info
 from .config import VoiceConfigError, VoiceLibraryConfig, VoiceSpec
 from .disk_cache import CacheKey, DiskCache
-from .memory import SharedVoiceCache, VoiceCache
+from .memory import MIB, SharedVoiceCache, VoiceCache
 from .recording import check_recording, file_sha256
 
 
@@ -48,7 +48,6 @@ MAX_LOGGED_NAME = 60
 # Part of every disk cache key: bumped when what this package stores changes meaning; the
 # engine's voice-state format is in the key too, so a new layout never loads an old file.
 CACHE_LAYOUT_VERSION = "1"
-_MB = 1024 * 1024
 
 
 Signature = tuple[int, int] | None
@@ -96,7 +95,7 @@ class VoiceLibrary:
         # a library on its own (tests, benchmarks) gets one of the configured size.
         self._cache = cache or SharedVoiceCache(config.cache_size, config.cache_mb).for_model(model.name)
         self._cache.pin(self._default)
-        self._disk = DiskCache(config.disk_cache_dir, int(config.disk_cache_mb * _MB))
+        self._disk = DiskCache(config.disk_cache_dir, int(config.disk_cache_mb * MIB))
         # Encodings in progress, with the source's signature they started from.
         self._inflight: dict[str, tuple[Future[VoiceStateLike], Signature]] = {}
         self._failures: dict[str, _Failure] = {}
@@ -363,7 +362,7 @@ class VoiceLibrary:
             spec.name,
             how,
             (time.perf_counter() - started) * 1000,
-            state.nbytes / _MB,
+            state.nbytes / MIB,
         )
         return state
 

@@ -21,7 +21,8 @@ from wyoming_pocket_tts.core import VoiceStateLike
 
 from .lru import BoundedLRU, CacheEntry
 
-_MB = 1024 * 1024
+# The unit of --voice-cache-mb and --disk-cache-mb (MiB).
+MIB = 1024 * 1024
 
 # (model, voice name): the model is the name it was given on the command line.
 _Key = tuple[str, str]
@@ -31,7 +32,7 @@ class SharedVoiceCache:
     """The voice states of every loaded model, bounded together."""
 
     def __init__(self, max_count: int, max_mb: float | None = None) -> None:
-        max_bytes = int(max_mb * _MB) if max_mb is not None else None
+        max_bytes = int(max_mb * MIB) if max_mb is not None else None
         self._lru: BoundedLRU[_Key, VoiceStateLike] = BoundedLRU(max_count, max_bytes)
         self._lock = threading.Lock()
 
