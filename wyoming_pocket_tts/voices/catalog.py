@@ -27,8 +27,8 @@ from .config import (
     VoiceLibraryConfig,
     VoiceSpec,
     kind_of_path,
+    folder_voices,
     parse_voices_file,
-    scan_voices_dir,
     voices_dir_names,
 )
 
@@ -61,17 +61,19 @@ def build_catalog(config: VoiceLibraryConfig, predefined: tuple[str, ...], model
         # The command line's --voice wins over the file's default.
         if configured_default is None and first:
             configured_default = parsed.default
+    declared = declared[:MAX_DECLARED_VOICES]
+    total = len(declared)
     if first:
-        declared.extend(scan_voices_dir(config.effective_voices_dir))
-    if len(declared) > MAX_DECLARED_VOICES:
-        # Checking a voice opens its file: only the offered ones are checked.
+        # Only the offered ones are made into voices and checked (checking opens the file).
+        in_folder, count = folder_voices(config.effective_voices_dir, MAX_DECLARED_VOICES - len(declared))
+        declared.extend(in_folder)
+        total += count
+    if total > MAX_DECLARED_VOICES:
         _LOGGER.warning(
             "%d voices declared (voices file and folder %s); the first %d are offered, %d are left out "
             "(the voices file's in its order, then the folder's by name)",
-            len(declared), escape(config.effective_voices_dir), MAX_DECLARED_VOICES,
-            len(declared) - MAX_DECLARED_VOICES,
+            total, escape(config.effective_voices_dir), MAX_DECLARED_VOICES, total - MAX_DECLARED_VOICES,
         )  # fmt: skip
-        declared = declared[:MAX_DECLARED_VOICES]
 
     voices: dict[str, VoiceSpec] = {}  # keyed by lower-case name: names are unique ignoring case
     for spec in declared:

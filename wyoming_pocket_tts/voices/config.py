@@ -305,19 +305,25 @@ def voices_dir_names(directory: Path) -> list[str]:
 
 
 def scan_voices_dir(directory: Path) -> list[VoiceSpec]:
-    """Recordings and exported states in `directory`, named after their file stems, sorted.
+    """Recordings and exported states in `directory`, named after their file stems, sorted."""
+    return folder_voices(directory)[0]
+
+
+def folder_voices(directory: Path, limit: int | None = None) -> tuple[list[VoiceSpec], int]:
+    """The first `limit` (None: all) voices of `directory` by name, and how many it has.
 
     Only listed here: whether each is a regular file and readable is checked when the
     voices are built (catalog.py), for the voices that are offered.
     """
     if not directory.is_dir():
         _LOGGER.info("voices directory %s does not exist; no voices from it", escape(directory))
-        return []
+        return [], 0
     origin = f"voices directory {escape(directory)}"
+    names = voices_dir_names(directory)
     specs = []
-    for name in voices_dir_names(directory):
+    for name in names[:limit]:
         path = directory / name
         kind = kind_of_path(path)
         assert kind is not None
         specs.append(VoiceSpec(name=path.stem, kind=kind, origin=origin, path=path))
-    return specs
+    return specs, len(names)
