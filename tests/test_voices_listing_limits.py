@@ -40,7 +40,7 @@ def test_only_the_first_voices_by_name_are_offered_and_checked(tmp_path: Path, c
     assert declared == [f"voice{index:05d}" for index in range(MAX_DECLARED_VOICES)]
     assert len(opened) == MAX_DECLARED_VOICES  # the others are never opened
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert f"1000 voices declared" in warning and f"{1000 - MAX_DECLARED_VOICES} are left out" in warning
+    assert "1000 voices declared" in warning and f"{1000 - MAX_DECLARED_VOICES} are left out" in warning
 
 
 def test_the_signature_stats_only_the_files_that_can_be_offered(tmp_path: Path, monkeypatch) -> None:
@@ -94,19 +94,25 @@ def test_a_fifo_named_as_a_voice_state_is_skipped(tmp_path: Path, caplog) -> Non
     assert "state.safetensors is a FIFO (named pipe), not a regular file" in caplog.text
 
 
-def test_concurrent_previews_take_the_last_list_instead_of_queueing(tmp_path: Path, monkeypatch) -> None:
-    many_files(tmp_path / "voices", 2)
-    preview = VoicePreview(config_for(tmp_path), "m", PREDEFINED, ("en",))
-    first = preview.voices()
+def hold(monkeypatch, module, name: str) -> tuple[threading.Event, threading.Event]:
+    """Make `module.name` wait until released: (entered, release)."""
     entered, release = threading.Event(), threading.Event()
-    real = catalog.preview_voices
+    real = getattr(module, name)
 
-    def slow(*args):
+    def held(*args):
         entered.set()
         assert release.wait(10)
         return real(*args)
 
-    monkeypatch.setattr(catalog, "preview_voices", slow)
+    monkeypatch.setattr(module, name, held)
+    return entered, release
+
+
+def test_concurrent_previews_take_the_last_list_instead_of_queueing(tmp_path: Path, monkeypatch) -> None:
+    many_files(tmp_path / "voices", 2)
+    preview = VoicePreview(config_for(tmp_path), "m", PREDEFINED, ("en",))
+    first = preview.voices()
+    entered, release = hold(monkeypatch, catalog, "preview_voices")
     (tmp_path / "voices" / "voice00000.wav").unlink()
     rereading = threading.Thread(target=preview.voices)
     rereading.start()
@@ -124,15 +130,7 @@ def test_the_library_refreshes_once_at_a_time(tmp_path: Path, monkeypatch) -> No
 
     many_files(tmp_path / "voices", 2)
     lib = VoiceLibrary(FakeModel(), config_for(tmp_path))
-    entered, release = threading.Event(), threading.Event()
-    real = library.build_catalog
-
-    def slow(*args):
-        entered.set()
-        assert release.wait(10)
-        return real(*args)
-
-    monkeypatch.setattr(library, "build_catalog", slow)
+    entered, release = hold(monkeypatch, library, "build_catalog")
     (tmp_path / "voices" / "voice00000.wav").unlink()
     outcome: list[bool] = []
     rereading = threading.Thread(target=lambda: outcome.append(lib.refresh()))

@@ -77,3 +77,14 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
 def check_regular(path: Path) -> None:
     """Raise OSError unless `path` is a regular file (or a symlink to one); opens nothing."""
     _check_regular(path, os.stat(path).st_mode)
+
+
+def unreadable(what: str, path: Path, err: OSError) -> str:
+    """The message for a file that cannot be read, naming it escaped (one log line):
+    "recording /x/a.wav not found", "recording /x/a.wav is a FIFO (named pipe), not a
+    regular file; it is not read", "... cannot be read: Permission denied"."""
+    if isinstance(err, FileNotFoundError):
+        return f"{what} {escape(path)} not found"
+    if isinstance(err, (NotRegularFileError, FileTooLargeError)):
+        return f"{what} {err}"  # its message names the file already
+    return f"{what} {escape(path)} cannot be read: {escape(err.strerror or err)}"

@@ -26,7 +26,7 @@ import numpy as np
 import soundfile
 
 from ..core.errors import VoiceError
-from ..core.files import NotRegularFileError, open_regular
+from ..core.files import open_regular, unreadable
 from ..core.logsafe import escape
 
 MAX_PROMPT_SECONDS = 30.0
@@ -113,12 +113,8 @@ def _opened(path: Path) -> Iterator[soundfile.SoundFile]:
     shown = escape(path)
     try:
         stream = open_regular(path)
-    except FileNotFoundError:
-        raise VoiceError(f"recording {shown} not found") from None
-    except NotRegularFileError as err:
-        raise VoiceError(f"recording {err}") from None
     except OSError as err:
-        raise VoiceError(f"recording {shown} cannot be read: {err.strerror or err}") from None
+        raise VoiceError(unreadable("recording", path, err)) from None
     with stream:
         try:
             sound = soundfile.SoundFile(stream.fileno(), closefd=False)

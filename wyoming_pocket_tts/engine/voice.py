@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..core.errors import VoiceError
-from ..core.files import NotRegularFileError, read_regular
+from ..core.files import read_regular, unreadable
 from ..core.logsafe import escape
 
 FORMAT = "wyoming-pocket-tts/1"
@@ -107,12 +107,8 @@ def _read_state_file(path: Path) -> bytes:
     as a state never blocks the reader, see `core.files`), at most MAX_STATE_BYTES."""
     try:
         return read_regular(path, MAX_STATE_BYTES)
-    except FileNotFoundError:
-        raise VoiceError(f"voice state not found: {escape(path)}") from None
-    except NotRegularFileError as err:
-        raise VoiceError(f"voice state {err}") from None
     except OSError as err:
-        raise VoiceError(f"voice state {escape(path)} cannot be read: {escape(err.strerror or err)}") from None
+        raise VoiceError(unreadable("voice state", path, err)) from None
 
 
 def _metadata(data: bytes) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from wyoming_pocket_tts.core import VoiceInfo
 from wyoming_pocket_tts.core.errors import VoiceError
-from wyoming_pocket_tts.core.files import check_regular
+from wyoming_pocket_tts.core.files import check_regular, unreadable
 from wyoming_pocket_tts.core.logsafe import escape
 from wyoming_pocket_tts.engine.recording import recording_info
 
@@ -144,10 +144,8 @@ def _usable(spec: VoiceSpec, predefined: tuple[str, ...], model_name: str) -> bo
 def _check_state_file(path: Path) -> None:
     try:
         check_regular(path)
-    except FileNotFoundError:
-        raise VoiceError(f"voice state {escape(path)} not found") from None
     except OSError as err:
-        raise VoiceError(f"voice state {escape(err)}") from None
+        raise VoiceError(unreadable("voice state", path, err)) from None
 
 
 def _add(voices: dict[str, VoiceSpec], spec: VoiceSpec) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ..core.files import FileTooLargeError, NotRegularFileError, read_regular
+from ..core.files import read_regular, unreadable
 from ..core.logsafe import escape
 from ..core.voices import VoiceKind
 from ..settings import PER_VOICE, VOICE_FILE_SUFFIXES, SettingError, check_fields, check_per_voice, default
@@ -157,11 +157,9 @@ def parse_voices_file(path: Path) -> VoicesFile:
     origin = escape(path)  # in every message about its entries: a name may hold a newline
     try:
         text = read_regular(path, MAX_VOICES_FILE_BYTES).decode("utf-8")
-    except FileNotFoundError:
-        raise VoiceConfigError(f"voices file {origin} not found") from None
-    except (NotRegularFileError, FileTooLargeError) as err:
-        raise VoiceConfigError(f"voices file {err}") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
+        raise VoiceConfigError(unreadable("voices file", path, err)) from None
+    except UnicodeDecodeError as err:
         raise VoiceConfigError(f"voices file {origin} cannot be read: {escape(err)}") from None
     try:
         document = yaml.safe_load(text)
