@@ -140,6 +140,18 @@ def test_the_library_refreshes_once_at_a_time(tmp_path: Path, monkeypatch) -> No
     release.set()
     rereading.join(10)
     assert outcome == [True] and "voice00000" not in [v.name for v in lib.voices]
+    # A writer that must see its own change waits for the re-read in progress.
+    entered.clear()
+    release.clear()
+    (tmp_path / "voices" / "voice00001.wav").unlink()
+    rereading = threading.Thread(target=lambda: outcome.append(lib.refresh()))
+    rereading.start()
+    assert entered.wait(10)
+    threading.Timer(0.2, release.set).start()
+    outcome.append(lib.refresh(wait=True))  # waits, then finds nothing more changed
+    rereading.join(10)
+    assert outcome[0] is True and sorted(outcome[1:]) == [False, True]
+    assert "voice00001" not in [v.name for v in lib.voices]
     lib.close()
 
 

@@ -284,9 +284,10 @@ class VoicePreview:
         self._voices: list[VoiceInfo] = []
         self._listed = threading.Event()  # set once the first list is made
 
-    def voices(self) -> list[VoiceInfo]:
-        """The voices, default first; the last good list if the files became unusable."""
-        if not self._lock.acquire(blocking=not self._listed.is_set()):
+    def voices(self, wait: bool = False) -> list[VoiceInfo]:
+        """The voices, default first; the last good list if the files became unusable.
+        `wait`: wait for a re-read in progress and look again (see VoiceLibrary.refresh)."""
+        if not self._lock.acquire(blocking=wait or not self._listed.is_set()):
             return list(self._voices)
         try:
             signature = sources_signature(self._config)

@@ -198,16 +198,18 @@ class VoiceLibrary:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return not any(thread.is_alive() for thread in self._threads)
 
-    def refresh(self) -> bool:
+    def refresh(self, wait: bool = False) -> bool:
         """Re-read the voices file and folder if one of their files changed (a stat of each,
         see `sources_signature`); returns True if the list of voices changed.
 
         Added voices are encoded in the background; removed ones leave the list and memory.
         A file that became unusable as a whole (bad YAML, no voice left) keeps the old list,
         with an ERROR. Blocking (it may read recording headers): run it off the event loop.
-        While another refresh runs, returns False at once: the caller takes the last list.
+        While another refresh runs, returns False at once (the caller takes the last list),
+        unless `wait`: then it waits for it and looks again (for a writer of the voices file
+        or folder that must see its own change, such as the web page).
         """
-        if not self._refresh_lock.acquire(blocking=False):
+        if not self._refresh_lock.acquire(blocking=wait):
             return False
         try:
             return self._refresh()
