@@ -17,13 +17,48 @@ from wyoming_pocket_tts.voices.loudness import (
     PEAK_CEILING_DBFS,
     TARGET_LUFS,
     integrated_loudness,
+    k_weighting,
     normalize_loudness,
 )
 from wyoming_pocket_tts.voices.recording import prepare_recording
 
 
+# ITU-R BS.1770-4, table 1 and 2: the K-weighting filter's coefficients at 48 kHz.
+STANDARD_48K = [([1.53512485958697, -2.69169618940638, 1.19839281085285], [1.0, -1.69065929318241, 0.73248077421585]),
+                ([1.0, -2.0, 1.0], [1.0, -1.99004745483398, 0.99007225036621])]  # fmt: skip
+
+
 def db(ratio: float) -> float:
     return 20 * np.log10(ratio)
+
+
+def test_the_k_weighting_filter_is_the_standards() -> None:
+    for (b, a), (b_std, a_std) in zip(k_weighting(48000), STANDARD_48K):
+        assert np.allclose(b, b_std, atol=1e-9) and np.allclose(a, a_std, atol=1e-9)
+
+
+@pytest.mark.parametrize("rate", [16000, 24000, 48000])
+def test_the_measure_agrees_with_pyloudnorm_and_with_filtering_in_time(rate: int) -> None:
+    pyloudnorm = pytest.importorskip("pyloudnorm", reason="the oracle is in the test extra")
+    signal = pytest.importorskip("scipy.signal")
+    rng = np.random.default_rng(0)
+    for samples in (voice_samples(6.0, rate), np.concatenate([voice_samples(2.0, rate), np.zeros(rate * 5, np.float32)]),
+                    (0.05 * rng.standard_normal(rate * 10)).astype(np.float32)):
+        ours = integrated_loudness(samples, rate)
+        # pyloudnorm builds its filter from rounded parameters: a constant offset per rate.
+        assert ours == pytest.approx(pyloudnorm.Meter(rate).integrated_loudness(samples.astype(np.float64)), abs=0.15)
+        # The same measure with the filter applied in time (scipy) as the standard writes it.
+        weighted = samples.astype(np.float64)
+        for b, a in k_weighting(rate):
+            weighted = signal.lfilter(b, a, weighted)
+        block, step = int(0.4 * rate), int(0.1 * rate)
+        power = np.array([np.mean(weighted[i : i + block] ** 2) for i in range(0, samples.size - block + 1, step)])
+        with np.errstate(divide="ignore"):
+            loud = -0.691 + 10 * np.log10(power)
+        gated = power[loud > -70]
+        relative = -0.691 + 10 * np.log10(gated.mean()) - 10
+        expected = -0.691 + 10 * np.log10(power[(loud > -70) & (loud > relative)].mean())
+        assert ours == pytest.approx(expected, abs=0.01)
 
 
 @pytest.mark.parametrize("gain", [0.05, 0.3, 2.5])

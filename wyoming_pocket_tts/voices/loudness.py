@@ -5,8 +5,7 @@ from the phone's microphone gives a voice that speaks every answer quietly (a kn
 complaint with cloned voices). So each recording is brought to TARGET_LUFS before it is
 encoded, measured as ITU-R BS.1770-4 integrated loudness (K-weighted, gated: the
 absolute gate at -70 LUFS and the relative one at -10 LU leave pauses and silence out
-of the measure, so a recording that is mostly silence is not pushed up for it). The
-measure is pyloudnorm's, a well-kept implementation of the standard; the gain is ours:
+of the measure, so a recording that is mostly silence is not pushed up for it). Then:
 
 * one gain for the whole prompt (no compression: the voice's own dynamics stay);
 * at most MAX_GAIN_DB up: a recording quieter than TARGET_LUFS - MAX_GAIN_DB is noise or
@@ -14,6 +13,16 @@ measure is pyloudnorm's, a well-kept implementation of the standard; the gain is
 * never past PEAK_CEILING_DBFS: the sample peak limits the gain, so nothing clips (a
   recording with one loud click may stay below the target);
 * a prompt with nothing above the absolute gate (digital near-silence) is left as is.
+
+The measure is written here, not taken from pyloudnorm (the well-kept implementation of
+the standard, which the tests use as the oracle): pyloudnorm filters with scipy, whose
+import alone adds 66 MB to the server's resident memory (and ~100 MB to an install on a
+Raspberry Pi) for one measure per recording. The K-weighting filter is applied in the
+frequency domain (numpy's FFT of the zero-padded prompt times the two biquads' response:
+the same as filtering it, checked against scipy's `lfilter` in the tests), the biquads
+made for any sample rate from the analog parameters that give exactly the standard's
+48 kHz coefficients by the bilinear transform. pyloudnorm uses rounded parameters
+(1500 Hz, 4 dB), so the two differ by 0.04 to 0.13 LU, a constant for a sample rate.
 
 Changing any of this changes the prompts, so VERSION is part of the disk cache key.
 """
@@ -44,13 +53,59 @@ class LoudnessChange:
         return f"loudness {self.measured_lufs:.1f} LUFS, gain {self.gain_db:+.1f} dB"
 
 
-def integrated_loudness(samples: np.ndarray, sample_rate: int) -> float:
-    """ITU-R BS.1770-4 integrated loudness of mono samples, in LUFS (-inf if all is gated out).
-    Needs at least 0.4 s (one gating block)."""
-    import pyloudnorm  # imports scipy: only where a recording is encoded
+# K-weighting, ITU-R BS.1770-4: a high shelf (the head's effect), then a high-pass (RLB
+# weighting), as centre frequency, quality factor and shelf gain: the parameters that
+# give the standard's 48 kHz coefficients by the bilinear transform.
+_SHELF = (1681.974450955533, 0.7071752369554196, 3.999843853973347)
+_HIGH_PASS = (38.13547087602444, 0.5003270373238773)
+_BLOCK_S = 0.4
+_STEP_S = 0.1  # 75 % overlap
+_ABSOLUTE_GATE_LUFS = -70.0
+_RELATIVE_GATE_LU = -10.0
 
+
+def k_weighting(sample_rate: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The two biquads (b, a) of the K-weighting filter at `sample_rate`."""
+    frequency, quality, gain_db = _SHELF
+    k = math.tan(math.pi * frequency / sample_rate)
+    high, band = 10.0 ** (gain_db / 20.0), 10.0 ** (gain_db / 20.0 * 0.4996667741545416)
+    norm = 1.0 + k / quality + k * k
+    shelf = (np.array([high + band * k / quality + k * k, 2.0 * (k * k - high), high - band * k / quality + k * k]) / norm,
+             np.array([1.0, 2.0 * (k * k - 1.0) / norm, (1.0 - k / quality + k * k) / norm]))  # fmt: skip
+    frequency, quality = _HIGH_PASS
+    k = math.tan(math.pi * frequency / sample_rate)
+    norm = 1.0 + k / quality + k * k
+    high_pass = (np.array([1.0, -2.0, 1.0]),
+                 np.array([1.0, 2.0 * (k * k - 1.0) / norm, (1.0 - k / quality + k * k) / norm]))  # fmt: skip
+    return [shelf, high_pass]
+
+
+def integrated_loudness(samples: np.ndarray, sample_rate: int) -> float:
+    """ITU-R BS.1770-4 integrated loudness of mono samples, in LUFS (-inf if nothing is
+    above the absolute gate, or shorter than one 0.4 s block)."""
+    block, step = round(_BLOCK_S * sample_rate), round(_STEP_S * sample_rate)
+    if samples.size < block:
+        return -math.inf
+    # Padded by half a second, so the filter's response to the end does not wrap around.
+    size = 1 << int(samples.size + sample_rate // 2 - 1).bit_length()
+    # Single precision: the measure needs 0.01 dB, and takes half the time.
+    spectrum = np.fft.rfft(samples.astype(np.float32), size)
+    delay = np.exp(-2j * np.pi * np.arange(spectrum.size) / size).astype(np.complex64)  # z^-1 at each bin
+    response = np.ones_like(delay)
+    for b, a in k_weighting(sample_rate):
+        response *= (b[0] + delay * (b[1] + delay * b[2])) / (a[0] + delay * (a[1] + delay * a[2]))
+    weighted = np.fft.irfft(spectrum * response, size)[: samples.size].astype(np.float64)
+    energy = np.concatenate([[0.0], np.cumsum(weighted * weighted)])
+    starts = np.arange(0, samples.size - block + 1, step)
+    power = (energy[starts + block] - energy[starts]) / block
     with np.errstate(divide="ignore"):
-        return float(pyloudnorm.Meter(sample_rate).integrated_loudness(samples.astype(np.float64)))
+        loudness = -0.691 + 10.0 * np.log10(power)
+    gated = power[loudness > _ABSOLUTE_GATE_LUFS]
+    if not gated.size:
+        return -math.inf
+    relative_gate = -0.691 + 10.0 * math.log10(float(gated.mean())) + _RELATIVE_GATE_LU
+    gated = power[(loudness > _ABSOLUTE_GATE_LUFS) & (loudness > relative_gate)]
+    return -0.691 + 10.0 * math.log10(float(gated.mean()))
 
 
 def normalize_loudness(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, LoudnessChange]:
