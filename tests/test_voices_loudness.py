@@ -129,4 +129,4 @@ def test_the_disk_cache_key_changes_with_the_normalisation(demo_model: TTSModel,
     caplog.clear()
     with caplog.at_level("INFO"):
         VoiceLibrary(demo_model, config).get("voice")
-    assert "voice 'voice' encoded from 2.0 s of the recording" in caplog.text
+    assert "voice 'voice' encoded from the recording (2.0 s read" in caplog.text

@@ -397,7 +397,7 @@ class VoiceLibrary:
             return state, "loaded from the disk cache"
         state = self._model.voice_from_audio(prompt.samples)
         self._disk.save(key, state, self._model.save_voice)
-        return state, f"encoded from {prompt.seconds:.1f} s of the recording ({prompt.loudness.describe()})"
+        return state, f"encoded from the recording ({prompt.seconds:.1f} s read, {prompt.loudness.describe()})"
 
     def _prepare(self, spec: VoiceSpec) -> PreparedRecording:
         assert spec.path is not None
