@@ -144,6 +144,9 @@ class FakeModel:
     def voice_from_recording(self, path: Path) -> FakeVoiceState:
         return FakeVoiceState(path.stem)
 
+    def voice_from_audio(self, audio: np.ndarray) -> FakeVoiceState:
+        return FakeVoiceState(f"prompt of {audio.size} samples")
+
     def voice_from_file(self, path: Path) -> FakeVoiceState:
         return FakeVoiceState(path.stem)
 

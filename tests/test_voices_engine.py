@@ -24,13 +24,13 @@ class Counting:
 
     def __init__(self, model: TTSModel, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        original = model.voice_from_recording
+        original = model.voice_from_audio
 
-        def counted(path: Path) -> VoiceState:
+        def counted(audio: np.ndarray) -> VoiceState:
             self.count += 1
-            return original(path)
+            return original(audio)
 
-        monkeypatch.setattr(model, "voice_from_recording", counted)
+        monkeypatch.setattr(model, "voice_from_audio", counted)
 
 
 def same_state(a: VoiceState, b: VoiceState) -> bool:

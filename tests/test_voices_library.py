@@ -43,11 +43,13 @@ class FakeModel:
     languages: list[str] = field(default_factory=lambda: ["en"])
     predefined_voices: tuple[str, ...] = ("alba", "marius")
     can_clone: bool = True
+    sample_rate: int = 24000
     state_bytes: int = STATE_BYTES
     encode_delay: float = 0.0
     gate: threading.Event | None = None  # when set, encodings wait for it
     calls: Counter = field(default_factory=Counter)
-    encoded_paths: list[Path] = field(default_factory=list)
+    # The dominant frequency of each prompt encoded: which recording it was (see HZ).
+    encoded_hz: list[int] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _count(self, what: str) -> None:
@@ -57,17 +59,17 @@ class FakeModel:
     def _state(self, seed: float, prompt_length: int) -> FakeState:
         return FakeState(self.model_id, prompt_length, np.full(self.state_bytes // 4, seed, dtype=np.float32))
 
-    def voice_from_recording(self, path: Path) -> FakeState:
+    def voice_from_audio(self, audio: np.ndarray) -> FakeState:
         self._count("recording")
+        spectrum = np.abs(np.fft.rfft(audio))
         with self._lock:
-            self.encoded_paths.append(Path(path))
+            self.encoded_hz.append(round(int(np.argmax(spectrum)) * self.sample_rate / audio.size))
         if self.gate is not None:
             assert self.gate.wait(10)
         time.sleep(self.encode_delay)
         if not self.can_clone:
             raise VoiceError("this model cannot clone voices")
-        audio, rate = soundfile.read(str(path), dtype="float32")
-        return self._state(float(np.abs(audio).sum()), int(len(audio) / rate * 12.5))
+        return self._state(float(np.abs(audio).sum()), int(len(audio) / self.sample_rate * 12.5))
 
     def voice_from_predefined(self, name: str) -> FakeState:
         self._count("predefined")
@@ -111,11 +113,20 @@ def make_library(model: FakeModel, tmp_path: Path, **kwargs) -> VoiceLibrary:
     return VoiceLibrary(model, VoiceLibraryConfig(data_dir=tmp_path / "data", **kwargs))
 
 
+# The household's recordings, each a tone of its own: the fake model tells them apart by it.
+HZ = {"dad": 200, "kid": 250, "mum": 300}
+
+
+def encoded_names(model: FakeModel) -> list[str]:
+    by_hz = {hz: name for name, hz in HZ.items()}
+    return [by_hz[hz] for hz in model.encoded_hz]
+
+
 @pytest.fixture
 def household(tmp_path: Path) -> Path:
     """Three recordings in the voices directory."""
-    for n, name in enumerate(["dad", "kid", "mum"]):
-        write_recording(tmp_path / "voices" / f"{name}.wav", freq=200 + 50 * n)
+    for name, hz in HZ.items():
+        write_recording(tmp_path / "voices" / f"{name}.wav", freq=hz)
     return tmp_path
 
 
@@ -387,11 +398,11 @@ def test_no_voice_can_be_made(tmp_path: Path) -> None:
 def test_unexpected_error_is_not_remembered(household: Path) -> None:
     model = FakeModel()
     lib = make_library(model, household)
-    original = model.voice_from_recording
-    model.voice_from_recording = lambda path: (_ for _ in ()).throw(MemoryError("boom"))  # type: ignore[method-assign]
+    original = model.voice_from_audio
+    model.voice_from_audio = lambda audio: (_ for _ in ()).throw(MemoryError("boom"))  # type: ignore[method-assign]
     with pytest.raises(MemoryError):
         lib.get("mum")
-    model.voice_from_recording = original  # type: ignore[method-assign]
+    model.voice_from_audio = original  # type: ignore[method-assign]
     assert lib.get("mum")[0] == "mum"
 
 
@@ -441,7 +452,7 @@ def test_preencoding_default_first_then_declared(household: Path) -> None:
     lib = make_library(model, household, default_voice="kid")
     lib.start_preencoding()
     assert lib.wait_preencoding(10)
-    assert [p.stem for p in model.encoded_paths] == ["kid", "dad", "mum"]
+    assert encoded_names(model) == ["kid", "dad", "mum"]
     assert model.calls["predefined"] == 0  # predefined voices not declared: not fetched
     assert sorted(lib.cached_names()) == ["dad", "kid", "mum"]
     model.calls.clear()
@@ -465,7 +476,7 @@ def test_get_waits_for_preencoding_in_progress(household: Path) -> None:
     waiter.join(5)
     assert lib.wait_preencoding(10)
     assert result[0][0] == "mum"
-    assert [p.stem for p in model.encoded_paths].count("mum") == 1
+    assert encoded_names(model).count("mum") == 1
 
 
 def test_preencoding_never_evicts_and_fills_disk_when_memory_full(household: Path) -> None:
@@ -530,7 +541,7 @@ def test_request_waiting_on_preencoding_keeps_its_voice_in_memory(household: Pat
     assert lib.wait_preencoding(10)
     assert result[0][0] == "kid"
     assert lib.cached_names() == ["alba", "kid"]  # the request evicted dad, as any request would
-    assert [p.stem for p in model.encoded_paths] == ["dad", "kid", "mum"]
+    assert encoded_names(model) == ["dad", "kid", "mum"]
 
 
 # -- re-reading the voices file and folder ----------------------------------------------
@@ -604,7 +615,7 @@ def test_recording_deleted_while_in_memory_is_still_served(household: Path) -> N
 def test_recording_deleted_before_it_was_encoded_is_a_clear_error(household: Path) -> None:
     lib = make_library(FakeModel(), household)
     (household / "voices" / "kid.wav").unlink()
-    with pytest.raises(VoiceError, match="'kid'.*cannot be read: No such file"):
+    with pytest.raises(VoiceError, match="'kid'.*kid.wav not found"):
         lib.get("kid")
 
 

@@ -1,44 +1,18 @@
-"""Reading a voice recording into the 24 kHz mono prompt the codec encodes."""
+"""The 24 kHz mono prompt the codec encodes: a recording read as a tensor, its end made a pause."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from ..core.errors import VoiceError
-
-MAX_PROMPT_SECONDS = 30.0
-MIN_PROMPT_SECONDS = 0.5
-# Peak below which a recording is taken as silence (about -80 dBFS).
-SILENCE_PEAK = 1e-4
+from .recording import read_prompt
 
 
 def read_recording(path: Path, sample_rate: int) -> torch.Tensor:
-    """A recording as float32 [1, samples] at `sample_rate`, mono, at most 30 s."""
-    import soundfile
-
-    if not path.is_file():
-        raise VoiceError(f"recording not found: {path}")
-    try:
-        data, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
-    except Exception as err:  # noqa: BLE001 -- libsndfile reports every failure as one type
-        raise VoiceError(f"cannot read recording {path}: {err}") from None
-    mono = data.mean(axis=1)
-    if mono.size < MIN_PROMPT_SECONDS * rate:
-        raise VoiceError(
-            f"recording {path} lasts {mono.size / rate:.2f} s; a voice needs at least "
-            f"{MIN_PROMPT_SECONDS} s of speech (5 to 30 s works best)"
-        )
-    if not np.isfinite(mono).all() or np.abs(mono).max() < SILENCE_PEAK:
-        raise VoiceError(f"recording {path} is silent or unreadable: no voice to clone")
-    mono = mono[: int(MAX_PROMPT_SECONDS * rate)]
-    if rate != sample_rate:
-        import soxr
-
-        mono = soxr.resample(mono, rate, sample_rate).astype(np.float32)
-    return torch.from_numpy(np.ascontiguousarray(mono)).unsqueeze(0)
+    """A recording as float32 [1, samples] at `sample_rate`, mono, at most 30 s (read
+    bounded, see `engine.recording`); VoiceError naming the file if it cannot be a voice."""
+    return torch.from_numpy(read_prompt(Path(path), sample_rate)).unsqueeze(0)
 
 
 def end_on_pause(audio: torch.Tensor, sample_rate: int, pause: float = 0.08, fade: float = 0.02,

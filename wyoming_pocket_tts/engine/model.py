@@ -112,8 +112,8 @@ class TTSModel:
 
     # -- voices ------------------------------------------------------------------------
     @inference()
-    def voice_from_audio(self, audio: torch.Tensor) -> VoiceState:
-        """Encode 24 kHz mono audio [1, samples] into a voice state."""
+    def voice_from_audio(self, audio: torch.Tensor | np.ndarray) -> VoiceState:
+        """Encode 24 kHz mono audio (a tensor [1, samples], or float32 samples) into a voice state."""
         if not self.can_clone:
             raise VoiceError(
                 "voice cloning needs the gated weights of kyutai/pocket-tts: accept the terms "
@@ -121,7 +121,8 @@ class TTSModel:
                 "(--hf-token or HF_TOKEN); predefined voices work without it"
             )
         self._load_encoder()
-        prompt_audio = end_on_pause(audio, self.sample_rate)
+        audio = torch.as_tensor(audio, dtype=torch.float32)
+        prompt_audio = end_on_pause(audio.unsqueeze(0) if audio.dim() == 1 else audio, self.sample_rate)
         latents = self.network.mimi.encode(prompt_audio.unsqueeze(0))
         flow_lm = self.network.flow_lm
         prompt = flow_lm.voice_prompt(latents)

@@ -27,6 +27,7 @@ from wyoming.event import async_get_stdin
 from wyoming.server import AsyncServer
 
 from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
+from ..core.logsafe import escape
 from ..settings import check_fields, default
 from ..voices.config import ModelScope, VoiceLibraryConfig
 from ..voices.memory import SharedVoiceCache
@@ -148,8 +149,9 @@ def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: i
     cache = voice_cache.for_model(config.models[index]) if voice_cache is not None else None
     voices = VoiceLibrary(model, config.library_for(index), languages=languages or None, cache=cache)
     names = [voice.name for voice in voices.voices]
-    _LOGGER.info("Model %s: %d voice(s), default %s: %s", config.models[index], len(names), voices.default_name,
-                 ", ".join(names))  # fmt: skip
+    # Names come from file names, which may hold a newline or escape codes: one log line.
+    _LOGGER.info("Model %s: %d voice(s), default %s: %s", config.models[index], len(names),
+                 escape(voices.default_name), escape(", ".join(names)))  # fmt: skip
     voices.start_preencoding()
     if config.reply.normalize:
         from ..text import warm_up

@@ -436,7 +436,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         # The voice's model (requests that arrive while it loads simply wait for it), held
         # until the `finally` below releases it: it is not unloaded during the synthesis.
         backend, resolved, voice = await self._service.acquire_voice(voice_name)
-        _LOGGER.debug("Request %d: voice %s ready after %.0f ms", request_id, resolved,
+        _LOGGER.debug("Request %d: voice %s ready after %.0f ms", request_id, clip(resolved),
                       (time.monotonic() - timing.start) * 1000)  # fmt: skip
         cancel = threading.Event()
         settings = backend.settings_for(resolved)

@@ -1,7 +1,8 @@
 """Log lines a client cannot flood: clipped values and rate-limited repeats.
 
 Anything a client sends (voice names, texts, the reason its event was refused) can be a
-megabyte long or hold newlines that forge log lines; `clip` bounds it. A burst of
+megabyte long or hold newlines that forge log lines; `clip` bounds it (it lives in
+`core.logsafe`, which the voices library uses too). A burst of
 identical warnings (thousands of clients making the same mistake, accept() failing in a
 loop) is cut to a few by `RepeatLimiter`, which says how many it held back. Written here
 rather than taken from a library: the standard library has no rate-limiting filter, and
@@ -16,19 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-DEFAULT_CLIP = 80
-# C0 controls and DEL shown escaped: a "\n" in a voice name must not start a fake log line.
-_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(32), 127)}
-_CONTROLS.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+from ..core.logsafe import DEFAULT_CLIP, clip
 
-
-def clip(value: object, limit: int = DEFAULT_CLIP) -> str:
-    """`value` as text of at most about `limit` characters, controls escaped, with its
-    length when cut: 'aaaa... (1048576 characters)'."""
-    text = value if isinstance(value, str) else str(value)
-    cut = len(text) > limit
-    shown = text[:limit].translate(_CONTROLS)
-    return f"{shown}... ({len(text)} characters)" if cut else shown
+__all__ = ["DEFAULT_CLIP", "RepeatLimiter", "clip"]
 
 
 @dataclass

@@ -7,6 +7,7 @@ voice comes from. Checking them against the model and the files is `catalog.py`'
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping
@@ -14,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from ..core.files import read_regular, unreadable
+from ..core.logsafe import escape
 from ..core.voices import VoiceKind
 from ..settings import PER_VOICE, VOICE_FILE_SUFFIXES, SettingError, check_fields, check_per_voice, default
 
@@ -21,9 +24,18 @@ _LOGGER = logging.getLogger(__name__)
 
 STATE_SUFFIXES = frozenset({".safetensors"})
 AUDIO_SUFFIXES = VOICE_FILE_SUFFIXES - STATE_SUFFIXES
+_VOICE_SUFFIXES = AUDIO_SUFFIXES | STATE_SUFFIXES
 
 _ENTRY_KEYS = frozenset({"name", "audio", "state", "description", "model", *PER_VOICE})
 _TOP_KEYS = frozenset({"default", "voices"})
+# A voices file describes a household's voices: a few kilobytes. One larger than this is
+# not read (it would be parsed at every change, in the thread that answers describes).
+MAX_VOICES_FILE_BYTES = 256 * 1024
+# Voices offered from the voices file and folder together (the file's first, in its
+# order, then the folder's by name); the rest are left out with a warning. Home
+# Assistant's voice picker is a drop-down list, and each offered voice is checked when
+# the list is built: thousands of files in the folder must not make describe slow.
+MAX_DECLARED_VOICES = 100
 
 
 class VoiceConfigError(Exception):
@@ -113,8 +125,8 @@ class VoiceSpec:
     model: str | None = None
 
     def where(self) -> str:
-        """The voice and its file, as every message about it names them."""
-        source = f"{self.path}" if self.path is not None else "predefined voice of the model"
+        """The voice and its file, as every message about it names them (on one log line)."""
+        source = escape(self.path) if self.path is not None else "predefined voice of the model"
         return f"voice {self.name!r} ({source}, from {self.origin})"
 
 
@@ -142,13 +154,13 @@ def parse_voices_file(path: Path) -> VoicesFile:
     can be trusted. A single bad entry is logged (naming the file and the voice) and skipped,
     so the other voices still work.
     """
-    origin = str(path)
+    origin = escape(path)  # in every message about its entries: a name may hold a newline
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise VoiceConfigError(f"voices file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise VoiceConfigError(f"voices file {path} cannot be read: {err}") from None
+        text = read_regular(path, MAX_VOICES_FILE_BYTES).decode("utf-8")
+    except OSError as err:
+        raise VoiceConfigError(unreadable("voices file", path, err)) from None
+    except UnicodeDecodeError as err:
+        raise VoiceConfigError(f"voices file {origin} cannot be read: {escape(err)}") from None
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -157,30 +169,34 @@ def parse_voices_file(path: Path) -> VoicesFile:
         if mark is not None:
             where = f" at line {mark.line + 1}, column {mark.column + 1}"
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise VoiceConfigError(f"voices file {path} is not valid YAML{where}: {problem}") from None
+        raise VoiceConfigError(f"voices file {origin} is not valid YAML{where}: {escape(problem)}") from None
 
     if document is None:
         return VoicesFile()
     if not isinstance(document, dict):
         raise VoiceConfigError(
-            f"voices file {path}: expected a mapping with 'default' and 'voices', "
+            f"voices file {origin}: expected a mapping with 'default' and 'voices', "
             f"found {type(document).__name__}"
         )
     unknown = sorted(str(key) for key in document if key not in _TOP_KEYS)
     if unknown:
         # A misspelt top-level key would silently drop every voice: refuse it instead.
         raise VoiceConfigError(
-            f"voices file {path}: unknown key(s) {', '.join(unknown)} (expected 'default' and 'voices')"
+            f"voices file {origin}: unknown key(s) {escape(', '.join(unknown))} (expected 'default' and 'voices')"
         )
     default = document.get("default")
     if default is not None and not isinstance(default, str):
-        raise VoiceConfigError(f"voices file {path}: 'default' must be a voice name, not {default!r}")
+        raise VoiceConfigError(f"voices file {origin}: 'default' must be a voice name, not {default!r}")
     entries = document.get("voices")
     if entries is None:
         entries = []
     if not isinstance(entries, list):
-        raise VoiceConfigError(f"voices file {path}: 'voices' must be a list of voices")
+        raise VoiceConfigError(f"voices file {origin}: 'voices' must be a list of voices")
 
+    if len(entries) > MAX_DECLARED_VOICES:
+        _LOGGER.warning("voices file %s declares %d voices; only the first %d are read (at most %d voices are "
+                        "offered)", origin, len(entries), MAX_DECLARED_VOICES, MAX_DECLARED_VOICES)  # fmt: skip
+        entries = entries[:MAX_DECLARED_VOICES]
     result = VoicesFile(default=default.strip() if default else None)
     base = path.parent
     for index, entry in enumerate(entries, start=1):
@@ -214,14 +230,14 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
             "voices file %s: voice %r has unknown key(s) %s (allowed: %s); skipped",
             origin,
             name,
-            ", ".join(unknown),
+            escape(", ".join(unknown)),
             ", ".join(sorted(_ENTRY_KEYS)),
         )
         return None
     try:
         settings = check_per_voice(entry)
     except SettingError as err:
-        _LOGGER.error("voices file %s: voice %r: %s; skipped", origin, name, err)
+        _LOGGER.error("voices file %s: voice %r: %s; skipped", origin, name, escape(err))
         return None
     audio, state = entry.get("audio"), entry.get("state")
     if audio is not None and state is not None:
@@ -254,7 +270,7 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
             "voices file %s: voice %r: %s is not a %s file (expected %s); skipped",
             origin,
             name,
-            source,
+            escape(source),
             "recording" if key == "audio" else "voice state",
             " ".join(sorted(allowed)),
         )
@@ -263,19 +279,49 @@ def _parse_entry(entry: Any, index: int, base: Path, origin: str) -> VoiceSpec |
                      settings=settings, model=model)
 
 
+def voices_dir_names(directory: Path) -> list[str]:
+    """The names of the files in `directory` that may be voices (a recording's or a voice
+    state's suffix, not hidden, not a folder), sorted ignoring case. One `os.scandir` pass
+    and nothing opened: it runs at every describe, whatever the folder holds. Empty if
+    the folder does not exist or cannot be listed."""
+    names = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                # Hidden files are editors' and sync tools' leftovers, not voices.
+                if entry.name.startswith(".") or os.path.splitext(entry.name)[1].lower() not in _VOICE_SUFFIXES:
+                    continue
+                try:
+                    if entry.is_dir():
+                        continue
+                except OSError:
+                    continue
+                names.append(entry.name)
+    except OSError:
+        return []
+    return sorted(names, key=str.lower)
+
+
 def scan_voices_dir(directory: Path) -> list[VoiceSpec]:
     """Recordings and exported states in `directory`, named after their file stems, sorted."""
+    return folder_voices(directory)[0]
+
+
+def folder_voices(directory: Path, limit: int | None = None) -> tuple[list[VoiceSpec], int]:
+    """The first `limit` (None: all) voices of `directory` by name, and how many it has.
+
+    Only listed here: whether each is a regular file and readable is checked when the
+    voices are built (catalog.py), for the voices that are offered.
+    """
     if not directory.is_dir():
-        _LOGGER.info("voices directory %s does not exist; no voices from it", directory)
-        return []
+        _LOGGER.info("voices directory %s does not exist; no voices from it", escape(directory))
+        return [], 0
+    origin = f"voices directory {escape(directory)}"
+    names = voices_dir_names(directory)
     specs = []
-    for path in sorted(directory.iterdir(), key=lambda p: p.name.lower()):
-        # Hidden files are editors' and sync tools' leftovers, not voices.
-        if path.name.startswith(".") or not path.is_file():
-            continue
+    for name in names[:limit]:
+        path = directory / name
         kind = kind_of_path(path)
-        if kind is None:
-            _LOGGER.debug("voices directory: %s is not a recording or a voice state; ignored", path)
-            continue
-        specs.append(VoiceSpec(name=path.stem, kind=kind, origin=f"voices directory {directory}", path=path))
-    return specs
+        assert kind is not None
+        specs.append(VoiceSpec(name=path.stem, kind=kind, origin=origin, path=path))
+    return specs, len(names)

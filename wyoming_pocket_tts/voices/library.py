@@ -16,7 +16,17 @@ in list order stands in for it.
 
 `refresh` re-reads the voices file and folder when one of their files changed (the server
 calls it on `describe`), so a recording added to the folder is offered without a restart.
-A recording deleted while we run keeps serving what was encoded from it while in memory.
+One refresh runs at a time; a describe arriving meanwhile takes the last list. A
+recording deleted while we run keeps serving what was encoded from it while in memory.
+
+A recording is read once (its first 30 s, see `engine.recording`), loudness normalised
+(`loudness.py`) and hashed: the disk cache key is the hash of the very samples encoded.
+
+Which threads read files: `refresh` runs in the thread that calls it (the server: the
+event loop's default executor, shared with model loads), and stats files only but for
+the headers of new voices, never blocking on a special file; `get` (the server's voice
+executor) and the background encoders (threads of their own) read recordings and voice
+states through the regular-file checks of `core.files`.
 """
 
 from __future__ import annotations
@@ -30,14 +40,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from wyoming_pocket_tts.core import ModelLike, VoiceError, VoiceInfo, VoiceStateLike
+from wyoming_pocket_tts.core.logsafe import clip, escape
 from wyoming_pocket_tts.engine.voice import FORMAT as ENGINE_VOICE_FORMAT
-from wyoming_pocket_tts.server.logsafe import clip
 
 from .catalog import Catalog, build_catalog, sources_signature, voice_info
 from .config import VoiceConfigError, VoiceLibraryConfig, VoiceSpec
 from .disk_cache import CacheKey, DiskCache
 from .memory import MIB, SharedVoiceCache, VoiceCache
-from .recording import check_recording, file_sha256
+from .recording import PROMPT_VERSION, PreparedRecording, prepare_recording
 
 
 _LOGGER = logging.getLogger(__name__)
@@ -46,8 +56,9 @@ FAILED_RETRY_S = 300.0
 # A client may send any name; the log shows this much of an unknown one.
 MAX_LOGGED_NAME = 60
 # Part of every disk cache key: bumped when what this package stores changes meaning; the
-# engine's voice-state format is in the key too, so a new layout never loads an old file.
-CACHE_LAYOUT_VERSION = "1"
+# engine's voice-state format and the prompt's preparation (loudness) are in the key too,
+# so a new layout never loads an old file. 2: keyed by the prompt's hash, not the file's.
+CACHE_LAYOUT_VERSION = "2"
 
 
 Signature = tuple[int, int] | None
@@ -99,7 +110,7 @@ class VoiceLibrary:
         # Encodings in progress, with the source's signature they started from.
         self._inflight: dict[str, tuple[Future[VoiceStateLike], Signature]] = {}
         self._failures: dict[str, _Failure] = {}
-        self._format = f"{CACHE_LAYOUT_VERSION}/{ENGINE_VOICE_FORMAT}"
+        self._format = f"{CACHE_LAYOUT_VERSION}/{ENGINE_VOICE_FORMAT}/{PROMPT_VERSION}"
 
         self._stop = threading.Event()
         # Background encoders: the start's pre-encoding, then one per refresh that adds voices.
@@ -111,10 +122,10 @@ class VoiceLibrary:
                 "model %s cannot clone voices (the weights with voice cloning are not available): "
                 "recorded voices %s work only if already in the disk cache %s",
                 model.name,
-                ", ".join(recordings),
-                self._disk.directory,
+                escape(", ".join(recordings)),
+                escape(self._disk.directory),
             )
-        _LOGGER.info("voices: %s (default %s)", ", ".join(self._specs), self._default)
+        _LOGGER.info("voices: %s (default %s)", escape(", ".join(self._specs)), escape(self._default))
 
     @property
     def _specs(self) -> dict[str, VoiceSpec]:
@@ -187,48 +198,58 @@ class VoiceLibrary:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return not any(thread.is_alive() for thread in self._threads)
 
-    def refresh(self) -> bool:
+    def refresh(self, wait: bool = False) -> bool:
         """Re-read the voices file and folder if one of their files changed (a stat of each,
         see `sources_signature`); returns True if the list of voices changed.
 
         Added voices are encoded in the background; removed ones leave the list and memory.
         A file that became unusable as a whole (bad YAML, no voice left) keeps the old list,
         with an ERROR. Blocking (it may read recording headers): run it off the event loop.
+        While another refresh runs, returns False at once (the caller takes the last list),
+        unless `wait`: then it waits for it and looks again (for a writer of the voices file
+        or folder that must see its own change, such as the web page).
         """
-        with self._refresh_lock:
-            signature = sources_signature(self._config)
-            if signature == self._sources:
-                return False
-            # Recorded first: a broken file is reported once, not at every describe.
-            self._sources = signature
-            try:
-                catalog = build_catalog(self._config, tuple(self._model.predefined_voices), self._model.name)
-            except VoiceConfigError as err:
-                _LOGGER.error("voices changed but cannot be used (%s); keeping the previous voices", err)
-                return False
-            before = self._listing
-            listing = self._make_listing(catalog)
-            added = [spec for name, spec in listing.specs.items() if before.specs.get(name) != spec]
-            removed = [name for name in before.specs if name not in listing.specs]
-            with self._lock:
-                self._listing = listing
-                for name in removed:
-                    self._cache.remove(name)
-                    self._failures.pop(name, None)
-                for spec in added:
-                    self._failures.pop(spec.name, None)
-                self._cache.pin(listing.default)
-            if not added and not removed and listing.default == before.default:
-                return False
-            _LOGGER.info(
-                "voices re-read: %d voice(s), default %s; added %s; removed %s",
-                len(listing.specs), listing.default,
-                ", ".join(spec.name for spec in added) or "none", ", ".join(removed) or "none",
-            )  # fmt: skip
-            wanted = [spec for spec in added if spec.declared or spec.name == listing.default]
-            if wanted and not self._stop.is_set():
-                self._start_encoding(wanted, "voice-encoding")
-            return True
+        if not self._refresh_lock.acquire(blocking=wait):
+            return False
+        try:
+            return self._refresh()
+        finally:
+            self._refresh_lock.release()
+
+    def _refresh(self) -> bool:
+        signature = sources_signature(self._config)
+        if signature == self._sources:
+            return False
+        # Recorded first: a broken file is reported once, not at every describe.
+        self._sources = signature
+        try:
+            catalog = build_catalog(self._config, tuple(self._model.predefined_voices), self._model.name)
+        except VoiceConfigError as err:
+            _LOGGER.error("voices changed but cannot be used (%s); keeping the previous voices", err)
+            return False
+        before = self._listing
+        listing = self._make_listing(catalog)
+        added = [spec for name, spec in listing.specs.items() if before.specs.get(name) != spec]
+        removed = [name for name in before.specs if name not in listing.specs]
+        with self._lock:
+            self._listing = listing
+            for name in removed:
+                self._cache.remove(name)
+                self._failures.pop(name, None)
+            for spec in added:
+                self._failures.pop(spec.name, None)
+            self._cache.pin(listing.default)
+        if not added and not removed and listing.default == before.default:
+            return False
+        _LOGGER.info(
+            "voices re-read: %d voice(s), default %s; added %s; removed %s",
+            len(listing.specs), escape(listing.default),
+            escape(", ".join(spec.name for spec in added)) or "none", escape(", ".join(removed)) or "none",
+        )  # fmt: skip
+        wanted = [spec for spec in added if spec.declared or spec.name == listing.default]
+        if wanted and not self._stop.is_set():
+            self._start_encoding(wanted, "voice-encoding")
+        return True
 
     def close(self) -> None:
         """Stop background work (the encoding in progress ends, the others are not started)
@@ -304,7 +325,7 @@ class VoiceLibrary:
                     # encoded from it is still this voice.
                     return entry.value
                 # The file changed since it was encoded: serve the new content.
-                _LOGGER.info("voice %r: %s changed; encoding it again", spec.name, spec.path)
+                _LOGGER.info("voice %r: %s changed; encoding it again", spec.name, escape(spec.path))
                 self._cache.remove(spec.name)
             inflight = self._inflight.get(spec.name)
             owner = inflight is None
@@ -367,20 +388,23 @@ class VoiceLibrary:
         return state
 
     def _make_from_recording(self, spec: VoiceSpec) -> tuple[VoiceStateLike, str]:
-        assert spec.path is not None
-        try:
-            digest = file_sha256(spec.path)
-        except OSError as err:
-            # Deleted or unreadable since the list was made.
-            raise VoiceError(f"recording cannot be read: {err.strerror or err}") from None
-        key = CacheKey(self._model.model_id, digest, self._format)
+        # Read once: the key and the encoding are of the same samples, whatever happens
+        # to the file meanwhile (replaced, rewritten, deleted).
+        prompt = self._prepare(spec)
+        key = self._key(prompt)
         state = self._disk.load(key, self._model.voice_from_file)
         if state is not None:
             return state, "loaded from the disk cache"
-        check_recording(spec.path)
-        state = self._model.voice_from_recording(spec.path)
+        state = self._model.voice_from_audio(prompt.samples)
         self._disk.save(key, state, self._model.save_voice)
-        return state, "encoded from the recording"
+        return state, f"encoded from the recording ({prompt.seconds:.1f} s read, {prompt.loudness.describe()})"
+
+    def _prepare(self, spec: VoiceSpec) -> PreparedRecording:
+        assert spec.path is not None
+        return prepare_recording(spec.path, self._model.sample_rate)
+
+    def _key(self, prompt: PreparedRecording) -> CacheKey:
+        return CacheKey(self._model.model_id, prompt.sha256, self._format)
 
     # -- background pre-encoding --------------------------------------------------------
 
@@ -413,9 +437,7 @@ class VoiceLibrary:
             return
         # Memory is full: only make sure a recording's encoding is on disk for later.
         if spec.kind == "recording" and self._disk.enabled:
-            assert spec.path is not None
-            key = CacheKey(self._model.model_id, file_sha256(spec.path), self._format)
-            if not self._disk.contains(key):
+            if not self._disk.contains(self._key(self._prepare(spec))):
                 self._obtain(spec, evict=False)
 
 

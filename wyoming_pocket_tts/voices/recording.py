@@ -1,65 +1,52 @@
-"""Checks of a voice recording made before the engine sees it, and its content hash."""
+"""A recording made ready to encode: read once (bounded), loudness normalised, hashed.
+
+The disk cache key of a recorded voice is the hash of these very samples, the ones the
+engine encodes: the file is read once, and nothing read after it can change what the
+key says. (Hashing the file and then reading it again to encode it let a recording
+replaced in between be stored under the other recording's key.) Hashing the prompt,
+not the file, also means that only what is encoded counts: the same first 30 s in a
+longer file, or in another container, is the same voice.
+"""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import soundfile
 
-from wyoming_pocket_tts.core.errors import VoiceError
+from wyoming_pocket_tts.engine.recording import read_prompt
 
-# Shorter prompts give the model too little of the voice to clone it.
-MIN_DURATION_S = 0.5
-# Peak below -80 dBFS (the engine's own threshold): digital silence, no voice to clone.
-SILENCE_PEAK = 1e-4
-_HASH_BLOCK = 1 << 20
-_READ_BLOCK = 1 << 16
+from .loudness import VERSION as LOUDNESS_VERSION
+from .loudness import LoudnessChange, normalize_loudness
+
+# Part of the disk cache key: how a recording becomes the samples that are encoded.
+PROMPT_VERSION = f"prompt-1/{LOUDNESS_VERSION}"
 
 
-def recording_duration(path: Path) -> float:
-    """Duration in seconds, read from the header only; VoiceError if missing or unreadable."""
-    if not path.exists():
-        raise VoiceError(f"recording {path} not found")
-    try:
-        info = soundfile.info(str(path))
-    except (soundfile.LibsndfileError, RuntimeError, OSError) as err:
-        raise VoiceError(f"recording {path} cannot be read as audio: {err}") from None
-    if info.samplerate <= 0 or info.frames <= 0:
-        raise VoiceError(f"recording {path} holds no audio")
-    duration = info.frames / info.samplerate
-    if duration < MIN_DURATION_S:
-        raise VoiceError(
-            f"recording {path} lasts {duration:.2f} s; at least {MIN_DURATION_S} s of speech is needed"
-        )
-    return duration
+@dataclass(frozen=True, eq=False)
+class PreparedRecording:
+    """The prompt to encode: float32 mono samples at the model's rate, normalised."""
+
+    samples: np.ndarray
+    sample_rate: int
+    loudness: LoudnessChange
+
+    @property
+    def sha256(self) -> str:
+        """Hash of exactly the samples (and their rate) that the engine encodes."""
+        digest = hashlib.sha256(f"{self.sample_rate}:float32le\n".encode("ascii"))
+        digest.update(np.ascontiguousarray(self.samples, dtype="<f4").tobytes())
+        return digest.hexdigest()
+
+    @property
+    def seconds(self) -> float:
+        return self.samples.size / self.sample_rate
 
 
-def check_recording(path: Path) -> None:
-    """Full check before encoding: the header (as above), then the samples are not silent."""
-    recording_duration(path)
-    peak = 0.0
-    try:
-        # Block by block: a long recording is never held whole just to find its peak.
-        for block in soundfile.blocks(str(path), blocksize=_READ_BLOCK, dtype="float32", always_2d=True):
-            if block.size:
-                peak = max(peak, float(np.max(np.abs(block))))
-            if peak >= SILENCE_PEAK:
-                return
-    except (soundfile.LibsndfileError, RuntimeError, OSError) as err:
-        raise VoiceError(f"recording {path} cannot be decoded: {err}") from None
-    level = f"peak {20 * np.log10(peak):.0f} dBFS" if peak > 0 else "all samples are zero"
-    raise VoiceError(f"recording {path} is silent ({level}): no voice to clone")
-
-
-def file_sha256(path: Path) -> str:
-    """Hash of the file's bytes: the disk cache key follows the content, not the name or date."""
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as stream:
-            while chunk := stream.read(_HASH_BLOCK):
-                digest.update(chunk)
-    except OSError as err:
-        raise VoiceError(f"recording {path} cannot be read: {err.strerror or err}") from None
-    return digest.hexdigest()
+def prepare_recording(path: Path, sample_rate: int) -> PreparedRecording:
+    """The recording's first 30 s, mono at `sample_rate`, loudness normalised; VoiceError
+    (naming the file) if it cannot be a voice. See `engine.recording` for what is read."""
+    samples, change = normalize_loudness(read_prompt(path, sample_rate), sample_rate)
+    return PreparedRecording(samples, sample_rate, change)
