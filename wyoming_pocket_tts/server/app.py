@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from wyoming.event import async_get_stdin
@@ -28,8 +29,9 @@ from wyoming.server import AsyncServer
 
 from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
 from ..settings import check_fields, default
-from ..voices.config import ModelScope, VoiceLibraryConfig
+from ..voices.config import ModelScope, VoiceConfigError, VoiceLibraryConfig
 from ..voices.memory import SharedVoiceCache
+from ..web.config import WebConfig
 from .connections import (
     ConnectionGate,
     connection_cap,
@@ -42,6 +44,9 @@ from .models import ModelEntry, model_label
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, ReplyOptions, TtsService
 from .zeroconf import Announcement, announce
+
+if TYPE_CHECKING:
+    from ..web.app import RunningPage
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -71,6 +76,8 @@ class ServerConfig:
     zeroconf_name: str | None = None
     more_models: tuple[str, ...] = ()
     max_loaded_models: int = default("max_loaded_models")
+    # The voices page (--http); None: off.
+    web: WebConfig | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "more_models", tuple(self.more_models))
@@ -241,6 +248,27 @@ async def _serve_stdio(factory: partial[PocketTtsEventHandler]) -> asyncio.Task[
     return asyncio.create_task(factory(reader, writer, idle_timeout=None).run(), name="stdio handler")
 
 
+def _with_page_voices_file(config: ServerConfig) -> ServerConfig:
+    from .web_link import with_page_voices_file
+
+    try:
+        return replace(config, library=with_page_voices_file(config.library))
+    except VoiceConfigError as err:
+        raise StartError(str(err)) from None
+
+
+async def _start_page(config: ServerConfig, service: TtsService) -> RunningPage:
+    """Start the voices page next to the Wyoming listener (aiohttp is imported only here)."""
+    from ..web.app import start_page
+    from .web_link import ServiceLink
+
+    assert config.web is not None
+    try:
+        return await start_page(config.web, ServiceLink(config, service))
+    except OSError as err:
+        raise StartError(f"cannot serve the voices page on {config.web.listen}: {err.strerror or err}") from None
+
+
 async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     """Run until stopped. Raises StartError before serving, LoadFailed if loading fails.
 
@@ -249,6 +277,8 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     `loader` replaces the real model loading (tests run the server on a fake engine).
     """
     loop = asyncio.get_running_loop()
+    if config.web is not None:
+        config = _with_page_voices_file(config)
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -290,6 +320,7 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     server: AsyncServer | None = None
     stdio_task: asyncio.Task[None] | None = None
     announcement: Announcement | None = None
+    page: RunningPage | None = None
     stopped = asyncio.ensure_future(stop.wait())
     try:
         if urlparse(config.uri).scheme == "stdio":
@@ -299,6 +330,8 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         _LOGGER.info("Loading model %s in the background%s", config.model,
                      f" (and {', '.join(config.more_models)} on first use)" if config.more_models else "")  # fmt: skip
         ready = service.start()
+        if config.web is not None:
+            page = await _start_page(config, service)
         if config.zeroconf_name and server is not None:
             announcement = await announce(config.uri, config.zeroconf_name)
 
@@ -322,6 +355,8 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
             with contextlib.suppress(Exception):
                 await announcement.close()
         service.stopping()
+        if page is not None:
+            await page.stop()
         if server is not None:
             await server.stop()
         if stdio_task is not None and not stdio_task.done():

@@ -279,3 +279,12 @@ def scan_voices_dir(directory: Path) -> list[VoiceSpec]:
             continue
         specs.append(VoiceSpec(name=path.stem, kind=kind, origin=f"voices directory {directory}", path=path))
     return specs
+
+
+# The voices file kept in the voices folder when none is given (--voices): the voices page
+# creates it, and the command line reads it from there when it exists.
+PAGE_VOICES_FILE = "voices.yaml"
+
+
+def page_voices_file(voices_dir: Path) -> Path:
+    return voices_dir / PAGE_VOICES_FILE
