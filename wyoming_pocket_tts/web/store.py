@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..settings import PER_VOICE, SettingError
-from ..voices.config import AUDIO_SUFFIXES, STATE_SUFFIXES, ModelScope, VoiceConfigError, kind_of_path
+from ..voices.config import ModelScope, VoiceConfigError, kind_of_path
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -332,16 +332,8 @@ class Snapshot:
         return Place("predefined")
 
     def _folder_files(self) -> dict[str, Path]:
-        """The voices folder's voice files by lower-case stem (its voices' names), read once."""
         if self._files is None:
-            self._files = {}
-            try:
-                entries = sorted(self.store.voices_dir.iterdir(), key=lambda path: path.name.lower())
-            except OSError:
-                entries = []
-            for path in entries:
-                if not path.name.startswith(".") and kind_of_path(path) is not None and path.is_file():
-                    self._files.setdefault(path.stem.lower(), path)
+            self._files = voice_files(self.store.voices_dir)
         return self._files
 
     def version(self, voice: VoiceRef) -> str:
@@ -406,9 +398,8 @@ class VoiceStore:
         path = self.recording_path(model, name)
         with self._lock:
             snapshot = self.snapshot()  # before anything is written: a broken voices file stops here
-            for suffix in AUDIO_SUFFIXES | STATE_SUFFIXES:
-                if any(path.with_suffix(variant).exists() for variant in (suffix, suffix.upper())):
-                    raise NameTaken("name_taken", f"a file for voice {name!r} is already in the voices folder "
+            if name.lower() in voice_files(path.parent):
+                raise NameTaken("name_taken", f"a file for voice {name!r} is already in the voices folder "
                                     "(its voice may be unusable: see the server's log); choose another name",
                                     name=name)  # fmt: skip
             buffer = io.BytesIO()
@@ -519,6 +510,20 @@ class VoiceStore:
                 _fsync_dir(place.path.parent)
         _LOGGER.info("voices page: voice %r deleted%s", voice.name, f" with {removed}" if removed else "")
         return removed
+
+
+def voice_files(folder: Path) -> dict[str, Path]:
+    """A folder's voice files (as the library's folder scan takes them) by lower-case stem,
+    which is the name of their voice."""
+    found: dict[str, Path] = {}
+    try:
+        entries = sorted(folder.iterdir(), key=lambda path: path.name.lower())
+    except OSError:
+        return found
+    for path in entries:
+        if not path.name.startswith(".") and kind_of_path(path) is not None and path.is_file():
+            found.setdefault(path.stem.lower(), path)
+    return found
 
 
 def _check_description(text: str) -> str:
