@@ -81,7 +81,8 @@ class ServiceLink:
             route = pool.route(voice.name)
             index = entries.index(route.entry)
             name = route.voice or voice.name
-            encoding, error = _encoding(route.entry, name)
+            loading = route.entry.loading is not None or (index == 0 and self.service.loading)
+            encoding, error = _encoding(route.entry, name, loading)
             listed.append(ServedVoice(name=voice.name, model=index, library_name=name, info=voice,
                                       default=position == 0, encoding=encoding, error=error))  # fmt: skip
         return listed
@@ -98,9 +99,9 @@ def _languages(entry: ModelEntry) -> tuple[str, ...]:
     return tuple(voices[0].languages) if voices else ()
 
 
-def _encoding(entry: ModelEntry, name: str) -> tuple[EncodingState, str | None]:
+def _encoding(entry: ModelEntry, name: str, loading: bool) -> tuple[EncodingState, str | None]:
     if entry.backend is None:
-        return "model_unloaded", None
+        return ("model_loading" if loading else "model_unloaded"), None
     state = getattr(entry.backend.voices, "encoding_state", None)
     if state is None:
         return "pending", None

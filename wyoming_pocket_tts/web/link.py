@@ -17,9 +17,9 @@ from ..core import VoiceInfo
 from ..voices.config import ModelScope
 
 # How far a voice is from being spoken: in memory; being encoded; its encoding failed;
-# not in memory (encoded, or loaded from the disk cache, at its first use); or its model
-# is not loaded (it loads at the voice's first use).
-EncodingState = Literal["ready", "encoding", "failed", "pending", "model_unloaded"]
+# not in memory (encoded, or loaded from the disk cache, at its first use); its model is
+# loading; or its model is not loaded (it loads at the voice's first use).
+EncodingState = Literal["ready", "encoding", "failed", "pending", "model_loading", "model_unloaded"]
 
 
 @dataclass(frozen=True)

@@ -96,11 +96,7 @@ function number(value) {
 function show(newState) {
   state = newState;
   $("voices-loading").hidden = true;
-  const list = $("voice-list");
-  const open = new Set([...list.querySelectorAll(".edit-form:not([hidden])")].map((form) => form.dataset.voice));
-  if (open.size) return; // an edit in progress is not overwritten: shown again after it
-  list.replaceChildren(...state.voices.map(voiceItem));
-  if (!state.voices.length) list.append(Object.assign(document.createElement("li"), { textContent: t("no_voices") }));
+  renderVoices();
   const fixed = $("default-fixed");
   fixed.hidden = !state.fixedDefault;
   fixed.textContent = state.fixedDefault ? t("default_fixed", { name: state.fixedDefault }) : "";
@@ -114,7 +110,59 @@ function show(newState) {
   $("preview-text").maxLength = state.limits.maxPreviewChars;
   $("name-hint").textContent = t("name_hint", { max: state.limits.maxNameLength });
   $("record-hint").textContent = t("record_hint", { min: state.limits.minSeconds, max: state.limits.maxSeconds });
-  if (state.voices.some((voice) => voice.encoding === "encoding")) setTimeout(refresh, 2000);
+  // Encodings and model loads end by themselves: look again until none is in progress
+  // (and for a while after a change, whose encoding starts in the background).
+  const busy = state.voices.some((voice) => voice.encoding === "encoding" || voice.encoding === "model_loading");
+  if ((busy || Date.now() < watchUntil) && !refreshTimer) {
+    refreshTimer = setTimeout(() => {
+      refreshTimer = null;
+      refresh();
+    }, 2000);
+  }
+}
+
+let watchUntil = 0;
+let refreshTimer = null;
+
+function watchAfterChange() {
+  watchUntil = Date.now() + 10000;
+}
+
+// The list's items by voice name, each with the data it shows: a voice whose data did not
+// change keeps its item (and so the focus, and a preview's status); a changed one is
+// replaced in place, keeping those; one being edited is left alone until the edit ends.
+const items = new Map();
+
+function renderVoices() {
+  const list = $("voice-list");
+  const wanted = [];
+  for (const voice of state.voices) {
+    const key = JSON.stringify(voice);
+    const known = items.get(voice.name);
+    if (known && (known.key === key || known.element.querySelector(".edit-form:not([hidden])"))) {
+      wanted.push(known.element);
+      continue;
+    }
+    const element = voiceItem(voice);
+    if (known) {
+      element.querySelector(".preview-status").replaceWith(known.element.querySelector(".preview-status"));
+      const focused = known.element.contains(document.activeElement) ? document.activeElement.classList[0] : null;
+      known.element.replaceWith(element);
+      if (focused) {
+        const again = element.querySelector("." + focused);
+        if (again && !again.hidden) again.focus();
+      }
+    }
+    items.set(voice.name, { element, key });
+    wanted.push(element);
+  }
+  const names = new Set(state.voices.map((voice) => voice.name));
+  for (const name of [...items.keys()]) if (!names.has(name)) items.delete(name);
+  if (!wanted.length) wanted.push(Object.assign(document.createElement("li"), { textContent: t("no_voices") }));
+  const current = [...list.children];
+  if (current.length !== wanted.length || current.some((element, index) => element !== wanted[index])) {
+    list.replaceChildren(...wanted);
+  }
 }
 
 function voiceItem(voice) {
@@ -159,13 +207,14 @@ function voiceItem(voice) {
 
   const form = item.querySelector(".edit-form");
   form.dataset.voice = voice.name;
-  form.elements.description.value = voice.ownDescription;
+  // Default values, so that Cancel (form.reset) puts back what the server has.
+  form.elements.description.defaultValue = voice.ownDescription;
   for (const [key, bounds] of Object.entries(state.settings)) {
     const input = form.elements[key];
     if (bounds.min !== null) input.min = bounds.min;
     if (bounds.max !== null) input.max = bounds.max;
     const value = voice.settings[key];
-    input.value = value === null || value === undefined ? "" : value;
+    input.defaultValue = value === null || value === undefined ? "" : value;
     input.placeholder = bounds.default === null ? t("setting_placeholder_model")
       : t("setting_placeholder", { value: number(bounds.default) });
   }
@@ -176,6 +225,7 @@ function voiceItem(voice) {
     form.elements.description.focus();
   });
   item.querySelector(".cancel-edit").addEventListener("click", () => {
+    form.reset();
     form.hidden = true;
     buttons.edit.setAttribute("aria-expanded", "false");
     buttons.edit.focus();
@@ -192,6 +242,7 @@ async function afterChange(promise, message) {
   try {
     const result = await promise;
     say(message);
+    watchAfterChange();
     show(result.state);
   } catch (problem) {
     complain(problem);
@@ -390,6 +441,7 @@ class Recorder {
     const chunks = [];
     recorder.ondataavailable = (event) => event.data.size && chunks.push(event.data);
     const started = performance.now();
+    $("level").dataset.peak = "0";
     const samples = new Float32Array(analyser.fftSize);
     const limit = state ? state.limits.maxSeconds : 30;
     this.timer = setInterval(() => {
@@ -397,7 +449,9 @@ class Recorder {
       let sum = 0;
       for (const sample of samples) sum += sample * sample;
       const dbfs = 10 * Math.log10(sum / samples.length + 1e-12);
-      $("level").value = Math.min(1, Math.max(0, (dbfs + 60) / 60));
+      const level = $("level");
+      level.value = Math.min(1, Math.max(0, (dbfs + 60) / 60));
+      level.dataset.peak = Math.max(Number(level.dataset.peak || 0), level.value).toFixed(2);
       const seconds = (performance.now() - started) / 1000;
       $("elapsed").textContent = clock(seconds) + " / " + clock(limit);
       if (seconds >= limit) this.stop();
@@ -516,6 +570,7 @@ async function saveVoice(event) {
     $("take-info").textContent = "";
     $("check-result").replaceChildren();
     $("elapsed").textContent = "0:00";
+    watchAfterChange();
     show(answer.state);
   } catch (problem) {
     if (problem.body && problem.body.check) showCheck(problem.body.check);
