@@ -1,7 +1,8 @@
 """Running the server: listen at once, load the model in the background, stop cleanly.
 
 Order at start: bind the socket (a port in use fails here, in well under a second), then
-start loading the model in a thread, then announce over zeroconf. The process lives until
+start loading the model in a thread, then start the voices page if asked (--http; see
+wyoming_pocket_tts.web), then announce over zeroconf. The process lives until
 SIGTERM/SIGINT (exit 0), the end of stdin for `stdio://` (exit 0), or a model that cannot
 be loaded (exit 1, one line saying why). A misbehaving client never ends it.
 """
