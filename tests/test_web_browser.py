@@ -121,6 +121,13 @@ def voice_item(page: Page, name: str):
     return page.locator(f'li.voice[data-voice="{name}"]')
 
 
+def upload(page: Page, path: Path, samples, rate: int, kind: str) -> None:
+    """Upload `samples` as a file of `kind`; the page checks it as good."""
+    path.write_bytes(encode(samples, rate, kind))
+    page.locator("#upload-file").set_input_files(path)
+    expect(page.locator("#check-result")).to_contain_text("Good:")
+
+
 def save_new_voice(page: Page, name: str) -> None:
     page.get_by_label("Name", exact=True).fill(name)
     page.get_by_role("button", name="Save", exact=True).click()
@@ -146,9 +153,7 @@ def test_record_from_the_microphone(page: Page, site: Site) -> None:
 
 def test_upload_a_phone_recording(page: Page, site: Site, tmp_path: Path) -> None:
     samples, rate, _ = speech(tmp_path, seconds=9.0)
-    phone = tmp_path / "Voice memo 12.m4a"
-    phone.write_bytes(encode(samples, rate, "m4a-aac"))
-    page.locator("#upload-file").set_input_files(phone)
+    upload(page, tmp_path / "Voice memo 12.m4a", samples, rate, "m4a-aac")
     expect(page.locator("#check-result")).to_contain_text("Good: 9.")
     page.locator("#new-description").fill("Grandpa, from his phone")
     save_new_voice(page, "Grandpa")
@@ -189,10 +194,7 @@ def test_preview_plays_the_voice(page: Page, site: Site) -> None:
 
 def test_edit_make_default_and_delete(page: Page, site: Site, tmp_path: Path) -> None:
     samples, rate, _ = speech(tmp_path, seconds=7.0)
-    upload = tmp_path / "aunt.webm"
-    upload.write_bytes(encode(samples, rate, "webm-opus"))
-    page.locator("#upload-file").set_input_files(upload)
-    expect(page.locator("#check-result")).to_contain_text("Good:")
+    upload(page, tmp_path / "aunt.webm", samples, rate, "webm-opus")
     save_new_voice(page, "Aunt May")
 
     item = voice_item(page, "Aunt May")
@@ -375,10 +377,7 @@ def test_the_page_under_the_ingress_prefix(browser, tmp_path: Path) -> None:
                 page.goto(f"http://127.0.0.1:{proxy.port}{INGRESS_PATH}/")
                 expect(page.locator("#voices-loading")).to_be_hidden()
                 samples, rate, _ = speech(tmp_path, seconds=7.0)
-                upload = tmp_path / "ingress.ogg"
-                upload.write_bytes(encode(samples, rate, "ogg-opus"))
-                page.locator("#upload-file").set_input_files(upload)
-                expect(page.locator("#check-result")).to_contain_text("Good:")
+                upload(page, tmp_path / "ingress.ogg", samples, rate, "ogg-opus")
                 save_new_voice(page, "Ingress voice")
                 item = voice_item(page, "Ingress voice")
                 item.get_by_role("button", name="Preview").click()

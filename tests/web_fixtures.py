@@ -5,16 +5,12 @@ server with the page on."""
 from __future__ import annotations
 
 import io
-import logging
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 
-from speech_fixtures import ensure_espeak
-
-_LOGGER = logging.getLogger(__name__)
+from speech_fixtures import ensure_debian_package, ensure_espeak
 
 CHROMIUM = "/usr/bin/chromium"
 # Chromium's own background connections are refused on a closed network; these keep it
@@ -81,16 +77,4 @@ def speech(folder: Path, seconds: float | None = None) -> tuple[np.ndarray, int,
 
 def ensure_chromium() -> str | None:
     """Debian's chromium, installed with apt-get if missing; None (logged) if it cannot be."""
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    apt = shutil.which("apt-get")
-    if apt is None:
-        _LOGGER.warning("chromium is missing and there is no apt-get to install it")
-        return None
-    for command in ([apt, "install", "-y", "chromium"], [apt, "update"], [apt, "install", "-y", "chromium"]):
-        result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-        if result.returncode == 0 and Path(CHROMIUM).exists():
-            break
-        if result.returncode != 0:
-            _LOGGER.warning("%s failed: %s", " ".join(command), result.stderr.strip()[-500:])
-    return CHROMIUM if Path(CHROMIUM).exists() else None
+    return ensure_debian_package("chromium", lambda: CHROMIUM if Path(CHROMIUM).exists() else None)

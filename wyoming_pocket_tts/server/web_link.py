@@ -8,7 +8,6 @@ re-reads the voices the way a `describe` does, so the next `describe` lists the 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,8 +20,6 @@ from .models import ModelEntry
 if TYPE_CHECKING:
     from .app import ServerConfig
     from .service import TtsService
-
-_LOGGER = logging.getLogger(__name__)
 
 
 def with_page_voices_file(library: VoiceLibraryConfig) -> VoiceLibraryConfig:

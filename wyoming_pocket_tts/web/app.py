@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 from wyoming.audio import AudioStart
 
 from ..settings import BY_NAME
@@ -43,10 +43,12 @@ from .store import (
     MAX_DESCRIPTION_LENGTH,
     MAX_NAME_LENGTH,
     Settings,
+    Snapshot,
     StoreError,
     StoreModel,
     VoiceRef,
     VoiceStore,
+    check_name,
 )
 from .strings import Strings
 
@@ -110,6 +112,7 @@ class VoicesPage:
 
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=MAX_UPLOAD_BYTES + (1 << 20))
+        app.on_response_prepare.append(self._headers)
         app.router.add_get("/", self.index)
         app.router.add_get("/static/{name}", self.static)
         app.router.add_get("/api/state", self.state)
@@ -145,6 +148,11 @@ class VoicesPage:
             except Exception as err:  # noqa: BLE001 - a bug must not cost more than this request
                 _LOGGER.exception("voices page: %s %s failed", request.method, request.path)
                 response = _error(500, "internal", f"the server failed: {type(err).__name__}: {err}")
+        return response
+
+    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every response's security headers, set just before they are sent (a streamed
+        preview's too)."""
         for key, value in _SECURITY_HEADERS.items():
             response.headers.setdefault(key, value)
         # Inside Home Assistant's frame when behind ingress (the same origin); nowhere else.
@@ -155,7 +163,6 @@ class VoicesPage:
             f"frame-ancestors {ancestors}; form-action 'self'"))  # fmt: skip
         if request.path.startswith("/api/"):
             response.headers.setdefault("Cache-Control", "no-store")
-        return response
 
     # -- the page ---------------------------------------------------------------------------
 
@@ -193,7 +200,7 @@ class VoicesPage:
     async def _state(self) -> dict[str, Any]:
         voices = self.server.voices()
         models = list(self.server.models())
-        listed = await asyncio.to_thread(self._describe_voices, voices)
+        listed = await asyncio.to_thread(self._describe_voices, voices, [model.label for model in models])
         return {
             "voices": listed,
             "models": [{"index": m.index, "name": m.name, "label": m.label, "languages": list(m.languages),
@@ -210,14 +217,15 @@ class VoicesPage:
             "settings": {name: _setting_bounds(name) for name in EDITABLE_SETTINGS},
         }
 
-    def _describe_voices(self, voices: list[ServedVoice]) -> list[dict[str, Any]]:
+    def _describe_voices(self, voices: list[ServedVoice], labels: list[str]) -> list[dict[str, Any]]:
+        """The voices as the page shows them, with where each comes from (reads the files:
+        run it in a thread)."""
+        snapshot: Snapshot | None = None
+        problem: StoreError | None = None
         try:
             snapshot = self.store.snapshot()
         except StoreError as err:
-            snapshot, problem = None, err
-        else:
-            problem = None
-        models = list(self.server.models())
+            problem = err
         listed = []
         for voice in voices:
             ref = _ref(voice)
@@ -229,7 +237,7 @@ class VoicesPage:
                 "kind": voice.info.kind,
                 "source": place.source if place is not None else "unknown",
                 "file": place.path.name if place is not None and place.path is not None else None,
-                "model": models[voice.model].label,
+                "model": labels[voice.model],
                 "modelIndex": voice.model,
                 "languages": list(voice.info.languages),
                 "settings": {key: voice.info.settings.get(key) for key in EDITABLE_SETTINGS},
@@ -273,8 +281,6 @@ class VoicesPage:
         if not 0 <= model < len(models):
             raise ApiError(400, "model_unknown", "no such model")
         # The name first: a bad name is said before the upload is decoded.
-        from .store import check_name
-
         name = check_name(form.fields.get("name", ""))
         result, decoded = await self._checked(form)
         if not result.ok:
@@ -409,16 +415,18 @@ async def _read_form(request: web.Request) -> _Form:
     audio: bytes | None = None
     reader = await request.multipart()
     while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader):
+            raise ApiError(400, "bad_request", "nested multipart is not accepted")
         if part.name == "audio":
             data = bytearray()
-            while chunk := await part.read_chunk(1 << 16):  # type: ignore[union-attr]
+            while chunk := await part.read_chunk(1 << 16):
                 data += chunk
                 if len(data) > MAX_UPLOAD_BYTES:
                     raise _too_large()
             audio = bytes(data)
         elif part.name in ("name", "description", "model"):
             data = bytearray()
-            while chunk := await part.read_chunk(1024):  # type: ignore[union-attr]
+            while chunk := await part.read_chunk(1024):
                 data += chunk
                 if len(data) > _MAX_FIELD_BYTES:
                     raise ApiError(400, "field_long", f"the field {part.name} is too long")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from urllib.parse import urlsplit, urlunsplit
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -58,7 +58,7 @@ def wav_header(rate: int, width: int, channels: int) -> bytes:
     ))  # fmt: skip
 
 
-async def speak(uri: str, voice: str, text: str) -> AsyncIterator[AudioStart | bytes]:
+async def speak(uri: str, voice: str, text: str) -> AsyncGenerator[AudioStart | bytes, None]:
     """Yield the reply's AudioStart, then its PCM chunks; raises PreviewError (before the
     AudioStart for errors the server reports at once: unknown voice, busy, bad text)."""
     client = AsyncClient.from_uri(loopback_uri(uri))

@@ -32,13 +32,15 @@ import re
 import threading
 import unicodedata
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..core.files import sync_directory, write_synced
 from ..settings import PER_VOICE, SettingError
 from ..voices.config import ModelScope, VoiceConfigError, kind_of_path
 
@@ -172,14 +174,15 @@ class _Document:
         if not isinstance(data, dict):
             raise StoreError("file_invalid", f"the voices file {path} does not hold 'default' and 'voices'; "
                              "fix it first (nothing was changed)", path=str(path))  # fmt: skip
-        self.data = data
+        # ruamel's CommentedMap and CommentedSeq (their comments and styles ride along).
+        self.data: Any = data
         voices = data.get("voices")
         if voices is None:
             voices = CommentedSeq()
         if not isinstance(voices, list):
             raise StoreError("file_invalid", f"the voices file {path}: 'voices' is not a list; fix it first",
                              path=str(path))  # fmt: skip
-        self.voices = voices
+        self.voices: Any = voices
 
     @property
     def default(self) -> str | None:
@@ -243,38 +246,29 @@ class _Document:
         self.text, self._prefix = text, ""
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that a reader sees the old file or the new one, whole."""
+@contextmanager
+def _staged(path: Path, data: bytes, mode: int) -> Iterator[Path]:
+    """`data` in a hidden temporary file next to `path`, complete and fsynced; removed
+    after the block (a rename or a link has given it its real name by then)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}{path.suffix}"
+    try:
+        write_synced(temporary, data, "xb")
+        os.chmod(temporary, mode)
+        yield temporary
+    finally:
+        temporary.unlink(missing_ok=True)
+    sync_directory(path.parent)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that a reader sees the old file or the new one, whole."""
     try:
         mode = path.stat().st_mode & 0o777
     except OSError:
         mode = 0o644
-    try:
-        with open(temporary, "xb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
+    with _staged(path, data, mode) as temporary:
         os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _stat(path: Path | None) -> tuple[int, int, int] | None:
@@ -400,8 +394,8 @@ class VoiceStore:
             snapshot = self.snapshot()  # before anything is written: a broken voices file stops here
             if name.lower() in voice_files(path.parent):
                 raise NameTaken("name_taken", f"a file for voice {name!r} is already in the voices folder "
-                                    "(its voice may be unusable: see the server's log); choose another name",
-                                    name=name)  # fmt: skip
+                                "(its voice may be unusable: see the server's log); choose another name",
+                                name=name)  # fmt: skip
             buffer = io.BytesIO()
             soundfile.write(buffer, np.asarray(samples, dtype=np.float32), sample_rate, format="FLAC",
                             subtype="PCM_16")  # fmt: skip
@@ -507,7 +501,7 @@ class VoiceStore:
                     removed = place.path
                 except FileNotFoundError:
                     pass
-                _fsync_dir(place.path.parent)
+                sync_directory(place.path.parent)
         _LOGGER.info("voices page: voice %r deleted%s", voice.name, f" with {removed}" if removed else "")
         return removed
 
@@ -544,28 +538,17 @@ def _folder_name(label: str, index: int) -> str:
 
 def _create_atomically(path: Path, data: bytes) -> None:
     """Write a new file: complete when it appears, and never over an existing one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}{path.suffix}"
-    try:
-        with open(temporary, "xb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
+    taken = NameTaken("name_taken", f"a file {path.name} appeared meanwhile; choose another name", name=path.stem)
+    with _staged(path, data, 0o644) as temporary:
         try:
             os.link(temporary, path)  # fails if the name exists: no overwrite, no race
         except FileExistsError:
-            raise NameTaken("name_taken", f"a file {path.name} appeared meanwhile; choose another name",
-                            name=path.stem) from None  # fmt: skip
+            raise taken from None
         except OSError:
             # A file system without hard links (some network shares): checked, then renamed.
             if path.exists():
-                raise NameTaken("name_taken", f"a file {path.name} appeared meanwhile; choose another name",
-                                name=path.stem) from None  # fmt: skip
+                raise taken from None
             os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
 
 
 def ensure_voices_file(path: Path) -> None:
