@@ -181,6 +181,8 @@ class VoicesPage:
         }
         page = _resource("index.html").replace("{{lang}}", language).replace("{{base}}", _base_href(request))
         page = page.replace("{{settings}}", json.dumps(settings).replace("<", "\\u003c"))
+        # Inside Home Assistant, whose own bar names the add-on: no second title bar.
+        page = page.replace("{{body_class}}", "ingress" if self.config.ingress_proxy else "")
         response = web.Response(text=page, content_type="text/html", charset="utf-8")
         response.headers["Cache-Control"] = "no-store"
         return response
@@ -195,6 +197,9 @@ class VoicesPage:
         return response
 
     async def state(self, request: web.Request) -> web.StreamResponse:
+        # Re-read first, as a describe does (a stat per file): a change made by hand, or one
+        # that raced with a model's load, shows here too.
+        await self.server.refresh()
         return web.json_response(await self._state())
 
     async def _state(self) -> dict[str, Any]:

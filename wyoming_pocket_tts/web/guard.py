@@ -117,7 +117,9 @@ class Guard:
         if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
             return Refusal(403, "cross_site", "a request from another site is refused")
         origin = request.headers.get("Origin")
-        if origin and origin != "null":
+        # Behind ingress the proxies may rewrite Host (a reverse proxy in front of Home
+        # Assistant): the proxy's address, the CSRF token and Sec-Fetch-Site suffice there.
+        if origin and origin != "null" and self.config.ingress_proxy is None:
             origin_host = urlsplit(origin).netloc.lower()
             hosts = {(request.host or "").lower()}
             forwarded = request.headers.get("X-Forwarded-Host")
