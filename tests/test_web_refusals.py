@@ -50,7 +50,11 @@ def start_page(tmp_path: Path, listen: str, *extra: str) -> tuple[object, int, P
     page_port = free_port()
     server = start_server_process(tmp_path, "--voices-dir", str(voices_dir),
                                   "--http", listen.format(port=page_port), *extra)  # fmt: skip
-    asyncio.run(wait_port(page_port, timeout=60))
+    try:
+        asyncio.run(wait_port(page_port, timeout=60))
+    except BaseException:
+        stop_cleanly(server)  # prints its log
+        raise
     return server, page_port, voices_dir
 
 

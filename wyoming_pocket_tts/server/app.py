@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
@@ -258,16 +258,22 @@ def _with_page_voices_file(config: ServerConfig) -> ServerConfig:
         raise StartError(str(err)) from None
 
 
-async def _start_page(config: ServerConfig, service: TtsService) -> RunningPage:
-    """Start the voices page next to the Wyoming listener (aiohttp is imported only here)."""
+def _page_starter(config: ServerConfig) -> Callable[[TtsService], Awaitable[RunningPage]]:
+    """What starts the voices page. Its modules (aiohttp) are imported here, before the
+    model's loader thread starts: imported next to torch's import, they could wait for it."""
     from ..web.app import start_page
     from .web_link import ServiceLink
 
-    assert config.web is not None
-    try:
-        return await start_page(config.web, ServiceLink(config, service))
-    except OSError as err:
-        raise StartError(f"cannot serve the voices page on {config.web.listen}: {err.strerror or err}") from None
+    web = config.web
+    assert web is not None
+
+    async def start(service: TtsService) -> RunningPage:
+        try:
+            return await start_page(web, ServiceLink(config, service))
+        except OSError as err:
+            raise StartError(f"cannot serve the voices page on {web.listen}: {err.strerror or err}") from None
+
+    return start
 
 
 async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
@@ -330,9 +336,10 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
             server = await _listen(config.uri, factory, config.max_connections)
         _LOGGER.info("Loading model %s in the background%s", config.model,
                      f" (and {', '.join(config.more_models)} on first use)" if config.more_models else "")  # fmt: skip
+        start_page = _page_starter(config) if config.web is not None else None
         ready = service.start()
-        if config.web is not None:
-            page = await _start_page(config, service)
+        if start_page is not None:
+            page = await start_page(service)
         if config.zeroconf_name and server is not None:
             announcement = await announce(config.uri, config.zeroconf_name)
 
