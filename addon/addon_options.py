@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from wyoming_pocket_tts.settings import ADDON, VOICE_FILE_SUFFIXES, Setting
+from wyoming_pocket_tts.settings import ADDON, ADDON_INGRESS_PORT, VOICE_FILE_SUFFIXES, Setting
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -49,6 +49,9 @@ class Layout:
     data_dir: PurePosixPath = PurePosixPath("/data")
     share_dir: PurePosixPath = PurePosixPath("/share/pocket_tts")
     port: int = DEFAULT_PORT
+    # Where the voices page listens for Home Assistant's ingress (config.yaml's
+    # ingress_port); None: no page (a plain `docker run`, outside the Supervisor).
+    ingress_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,9 @@ def build_command(options: Mapping[str, Any], layout: Layout, extra_args: list[s
         "--uri", f"tcp://0.0.0.0:{layout.port}",
         "--data-dir", str(layout.data_dir),
     ]  # fmt: skip
+    if layout.ingress_port is not None:
+        # The voices page, answering the Supervisor's ingress proxy only (docs/voices-page.md).
+        argv += ["--http", f"0.0.0.0:{layout.ingress_port}", "--http-ingress"]
     # Downloaded weights go to /data/huggingface, which config.yaml excludes from backups.
     env = {"HF_HOME": str(layout.data_dir / "huggingface")}
     for name, setting in OPTIONS.items():

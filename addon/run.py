@@ -8,9 +8,10 @@ the integration. Extra arguments (`docker run IMAGE --model french`) are appende
 the server's command line.
 
 Environment (all optional): SUPERVISOR_TOKEN (set by the Supervisor; without it there
-is no discovery), POCKET_TTS_OPTIONS (options file, default /data/options.json),
+is no discovery and no voices page), POCKET_TTS_OPTIONS (options file, default /data/options.json),
 POCKET_TTS_DATA_DIR (default /data), POCKET_TTS_SHARE_DIR (default /share/pocket_tts),
-POCKET_TTS_PORT (default 10200; the health check reads it too),
+POCKET_TTS_PORT (default 10200; the health check reads it too), POCKET_TTS_INGRESS_PORT
+(default 8099, config.yaml's ingress_port: the voices page, under the Supervisor only),
 POCKET_TTS_SUPERVISOR_URL (default http://supervisor).
 """
 
@@ -26,6 +27,7 @@ import time
 from pathlib import Path, PurePosixPath
 
 from addon_options import (
+    ADDON_INGRESS_PORT,
     DEFAULT_PORT,
     Layout,
     OptionsError,
@@ -177,6 +179,9 @@ def main(argv: list[str]) -> int:
         data_dir=PurePosixPath(env.get("POCKET_TTS_DATA_DIR", "/data")),
         share_dir=PurePosixPath(env.get("POCKET_TTS_SHARE_DIR", "/share/pocket_tts")),
         port=int(env.get("POCKET_TTS_PORT", DEFAULT_PORT)),
+        # Under the Supervisor (it sets SUPERVISOR_TOKEN), the voices page behind ingress.
+        ingress_port=int(env.get("POCKET_TTS_INGRESS_PORT", ADDON_INGRESS_PORT)) if env.get("SUPERVISOR_TOKEN")
+        else None,
     )
     try:
         options = load_options(Path(env.get("POCKET_TTS_OPTIONS", str(layout.data_dir / "options.json"))))

@@ -426,7 +426,12 @@ def wait_voices(server: ServerProcess, timeout: float = 120.0, port_timeout: flo
     """Until a server process listens and lists its voices (its model is loaded)."""
     asyncio.run(wait_port(server.port, timeout=port_timeout))
     deadline = time.monotonic() + timeout
-    while not asyncio.run(describe(server.port))[0].tts[0].voices:
+    while True:
+        try:
+            if asyncio.run(describe(server.port))[0].tts[0].voices:
+                return
+        except asyncio.TimeoutError:
+            pass  # a loaded machine: the first describe waits up to 5 s for the voice list
         assert server.proc.poll() is None, server.log()
         assert time.monotonic() < deadline, server.log()
         time.sleep(0.2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,20 +29,26 @@ SENTENCES = (
 
 def ensure_espeak() -> str | None:
     """The espeak-ng program, installed with apt-get if needed; None (and why, logged) if not."""
-    found = shutil.which("espeak-ng")
+    return ensure_debian_package("espeak-ng", lambda: shutil.which("espeak-ng"))
+
+
+def ensure_debian_package(package: str, find: Callable[[], str | None]) -> str | None:
+    """What `find` finds, after installing `package` with apt-get if it finds nothing
+    (updating the package lists if the first try fails); None, logged, if it cannot."""
+    found = find()
     if found:
         return found
     apt = shutil.which("apt-get")
     if apt is None:
-        _LOGGER.warning("espeak-ng is missing and there is no apt-get to install it")
+        _LOGGER.warning("%s is missing and there is no apt-get to install it", package)
         return None
-    for command in ([apt, "install", "-y", "espeak-ng"], [apt, "update"], [apt, "install", "-y", "espeak-ng"]):
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-        if result.returncode == 0 and shutil.which("espeak-ng"):
+    for command in ([apt, "install", "-y", package], [apt, "update"], [apt, "install", "-y", package]):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+        if result.returncode == 0 and find():
             break
         if result.returncode != 0:
             _LOGGER.warning("%s failed: %s", " ".join(command), result.stderr.strip()[-500:])
-    return shutil.which("espeak-ng")
+    return find()
 
 
 def speak(espeak: str, text: str, path: Path) -> np.ndarray:

@@ -141,6 +141,16 @@ def supervisor_problems(config: dict, translations: dict) -> list[str]:
         problems.append("init must be a bool")
     if "homeassistant" in config and not RE_VERSION.match(str(config["homeassistant"])):
         problems.append(f"bad homeassistant version {config['homeassistant']!r}")
+    for key in ("ingress", "panel_admin", "ingress_stream"):
+        if key in config and not isinstance(config[key], bool):
+            problems.append(f"{key} must be a bool")
+    if "ingress_port" in config and not (isinstance(config["ingress_port"], int) and 0 <= config["ingress_port"] <= 65535):
+        problems.append("ingress_port must be a port number")
+    for key in ("panel_icon", "panel_title"):
+        if key in config and not isinstance(config[key], str):
+            problems.append(f"{key} must be a string")
+    if "panel_icon" in config and not str(config["panel_icon"]).startswith("mdi:"):
+        problems.append("panel_icon must be an mdi: icon")
     for key in ("discovery", "backup_exclude"):
         if key in config and not (isinstance(config[key], list) and all(isinstance(v, str) for v in config[key])):
             problems.append(f"{key} must be a list of strings")
@@ -219,6 +229,8 @@ def test_config_passes_supervisor_rules(config: dict, translations: dict) -> Non
         (lambda c, t: c["options"].update(model="klingon"), "default of 'model' refused"),
         (lambda c, t: t["configuration"].pop("debug"), "'debug' has no English name"),
         (lambda c, t: c.update(map=["shared:rw"]), "bad map entry"),
+        (lambda c, t: c.update(ingress="yes"), "ingress must be a bool"),
+        (lambda c, t: c.update(panel_icon="account-voice"), "mdi: icon"),
     ],
 )
 def test_validator_catches_what_supervisor_rejects(config: dict, translations: dict, mutate, expected: str) -> None:
@@ -241,6 +253,21 @@ def test_config_has_what_the_issue_asks(config: dict) -> None:
     for key in ("model", "voice", "voices_file", "voices_dir", "hf_token", "quantize", "threads",
                 "temperature", "voice_cache_size", "debug"):  # fmt: skip
         assert key in schema
+
+
+def test_voices_page_behind_ingress(config: dict) -> None:
+    """The add-on turns the voices page on by itself, on config.yaml's ingress port, for
+    the Supervisor's ingress proxy only; a plain `docker run` gets no page."""
+    from wyoming_pocket_tts.settings import ADDON_INGRESS_PORT
+
+    assert config["ingress"] is True and config["ingress_port"] == ADDON_INGRESS_PORT
+    assert config["panel_icon"].startswith("mdi:") and config["panel_title"]
+    under_supervisor = build_command(addon_options.DEFAULTS, Layout(python=PY, ingress_port=ADDON_INGRESS_PORT))
+    assert under_supervisor.argv[len(HEAD):len(HEAD) + 3] == ["--http", f"0.0.0.0:{ADDON_INGRESS_PORT}",
+                                                              "--http-ingress"]  # fmt: skip
+    args = _server_parser().parse_args(under_supervisor.argv[3:])
+    assert (args.http, args.http_ingress) == (f"0.0.0.0:{ADDON_INGRESS_PORT}", "172.30.32.2")
+    assert "--http" not in build_command(addon_options.DEFAULTS, LAYOUT).argv
 
 
 def test_repository_yaml(config: dict) -> None:
@@ -664,7 +691,7 @@ def test_start_registers_discovery_and_stops_cleanly(tmp_path: Path, stub: StubS
 
     record = json.loads((tmp_path / "record.json").read_text())
     layout = Layout(python=sys.executable, data_dir=PurePosixPath(tmp_path / "data"),
-                    share_dir=PurePosixPath(tmp_path / "share"), port=port)  # fmt: skip
+                    share_dir=PurePosixPath(tmp_path / "share"), port=port, ingress_port=8099)  # fmt: skip
     expected = build_command(load_options(DATA / "options_full.json"), layout)
     assert [sys.executable] + record["argv"] == [expected.argv[0]] + expected.argv[3:]
     assert record["env"] == {"HF_TOKEN": "hf_secret_token_123", "HF_HOME": str(tmp_path / "data" / "huggingface")}
@@ -716,6 +743,7 @@ def test_real_server_end_to_end_with_demo_model(tmp_path: Path, stub: StubSuperv
         "PYTHONPATH": str(ROOT), "POCKET_TTS_OPTIONS": str(options), "POCKET_TTS_PORT": str(port),
         "POCKET_TTS_DATA_DIR": str(tmp_path / "data"), "POCKET_TTS_SHARE_DIR": str(tmp_path / "share"),
         "SUPERVISOR_TOKEN": "t", "POCKET_TTS_SUPERVISOR_URL": stub.url, "HF_HUB_OFFLINE": "1",
+        "POCKET_TTS_INGRESS_PORT": str(free_port()),
     })  # fmt: skip
     # A demo voice, so that the server has one to list (the demo model has no predefined voices).
     (tmp_path / "share" / "voices").mkdir(parents=True)

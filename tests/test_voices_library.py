@@ -354,6 +354,27 @@ def test_failed_voice_retried_when_its_file_changes(household: Path) -> None:
     assert "ghost" in [v.name for v in lib.voices]
 
 
+def test_encoding_state_says_how_far_each_voice_is(household: Path) -> None:
+    """What the voices page shows: in memory, being encoded, failed (and why), or not yet."""
+    write_recording(household / "voices" / "ghost.wav", amplitude=0.0)
+    model = FakeModel(gate=threading.Event())
+    lib = make_library(model, household, default_voice="mum")
+    assert lib.encoding_state("dad") == ("pending", None)
+    with ThreadPoolExecutor(1) as pool:
+        started = pool.submit(lib.get, "dad")
+        deadline = time.monotonic() + 10
+        while lib.encoding_state("dad")[0] != "encoding":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        model.gate.set()
+        started.result(10)
+    assert lib.encoding_state("dad") == ("ready", None)
+    with pytest.raises(VoiceError):
+        lib.get("ghost")
+    state, why = lib.encoding_state("ghost")
+    assert state == "failed" and "silent" in str(why)
+
+
 def test_state_for_another_model(household: Path, caplog: pytest.LogCaptureFixture) -> None:
     foreign = household / "voices" / "foreign.safetensors"
     other = FakeModel(model_id="another@rev9")

@@ -28,7 +28,8 @@ from .server.loading import LoadFailed
 from .server.service import ReplyOptions
 from .server.zeroconf import zeroconf_available
 from .settings import SETTINGS, VOICE_FILE_SUFFIXES, Setting, SettingError, values_for
-from .voices.config import VoiceConfigError, VoiceLibraryConfig
+from .voices.config import VoiceConfigError, VoiceLibraryConfig, page_voices_file
+from .web.config import web_config
 
 PROG = "wyoming-pocket-tts"
 
@@ -178,10 +179,17 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         if not zeroconf_available():
             raise UsageError("--zeroconf needs the zeroconf package: pip install zeroconf")
 
+    voices_file = args.voices_file
+    if voices_file is None:
+        # The voices page's own voices file, kept in the voices folder (docs/voices-page.md).
+        kept = page_voices_file(args.voices_dir or data_dir / "voices")
+        voices_file = kept if kept.is_file() else None
+
     values = {
         **vars(args),
         "model": models[0],
         "data_dir": data_dir,
+        "voices_file": voices_file,
         # Read here, not as the option's default, so --help never shows the token.
         "hf_token": args.hf_token or os.environ.get("HF_TOKEN") or None,
     }
@@ -192,6 +200,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             library=VoiceLibraryConfig(**values_for("library", values)),
             generation=GenerationOptions(**values_for("generation", values, drop_none=True)),
             reply=ReplyOptions(**values_for("reply", values)),
+            web=web_config(args.http, args.http_token, args.http_ingress),
         )
     except (SettingError, VoiceConfigError) as err:
         raise UsageError(str(err)) from None

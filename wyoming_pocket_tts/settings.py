@@ -25,11 +25,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 # "reply": how the server shapes a reply around the engine (text in, audio out).
-Scope = Literal["server", "library", "generation", "reply", "cli"]
+# "web": the voices page (wyoming_pocket_tts.web), off unless --http is given.
+Scope = Literal["server", "library", "generation", "reply", "web", "cli"]
 # How the add-on turns an option into the server's command line.
 AddonPlace = Literal["argv", "share_path", "voice", "env"]
 
 DEFAULT_ZEROCONF_NAME = "pocket-tts"
+# The address the Home Assistant Supervisor's ingress proxy connects from (its developer
+# documentation: an add-on with ingress accepts connections from this address only).
+SUPERVISOR_INGRESS_PROXY = "172.30.32.2"
+# Where the voices page listens when the add-on runs it (config.yaml's ingress_port).
+ADDON_INGRESS_PORT = 8099
 # Endings that make a voice given by name a file instead (--voice, the add-on's voice).
 VOICE_FILE_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".safetensors"})
 
@@ -255,6 +261,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("zeroconf_name", str, None,
             f"announce the server over mDNS for Home Assistant (name default {DEFAULT_ZEROCONF_NAME})",
             "server", flag="--zeroconf", metavar="NAME", const=DEFAULT_ZEROCONF_NAME),
+    # The voices page (docs/voices-page.md). The add-on turns it on by itself, behind
+    # Home Assistant's ingress (addon/addon_options.py): no add-on option of its own.
+    Setting("http", str, None,
+            "serve the voices page (record, upload, preview and tune voices) at HOST:PORT, e.g. "
+            "127.0.0.1:8080; off by default; an address other than loopback needs --http-token",
+            "web", metavar="HOST:PORT", field="listen", pattern=r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}",
+            pattern_help="HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080"),
+    Setting("http_token", str, None,
+            "a secret the voices page asks for (open the page once as http://HOST:PORT/?token=TOKEN); "
+            "every request without it is refused (default: $POCKET_TTS_HTTP_TOKEN)", "web", metavar="TOKEN",
+            field="token", pattern=r"[A-Za-z0-9._~+/=-]{16,256}",
+            pattern_help="16 to 256 letters, digits or ._~+/=-"),
+    Setting("http_ingress", str, None,
+            "accept the voices page's requests only from Home Assistant's ingress proxy (the add-on "
+            f"does this; ADDRESS default {SUPERVISOR_INGRESS_PROXY})", "web", metavar="ADDRESS",
+            field="ingress_proxy", const=SUPERVISOR_INGRESS_PROXY, pattern=r"[0-9A-Fa-f:.]+",
+            pattern_help="an IP address"),
     Setting("debug", bool, False, "log debug messages", "cli", addon=AddonOption("debug")),
 )  # fmt: skip
 

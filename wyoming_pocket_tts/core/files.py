@@ -1,4 +1,8 @@
-"""Opening the files a user names (the voices file, recordings, voice states): regular files only.
+"""Files the server reads and writes: the ones a user names are opened only when regular
+(`open_regular`), and durable writes (`write_synced`, `sync_directory`) for the disk cache
+and the voices page's store.
+
+Opening the files a user names (the voices file, recordings, voice states): regular files only.
 
 A FIFO named as a recording blocks `open()` until some process writes to it, that is for
 good, and with it the thread that opened it (the rescan thread, a worker of a shared
@@ -88,3 +92,25 @@ def unreadable(what: str, path: Path, err: OSError) -> str:
     if isinstance(err, (NotRegularFileError, FileTooLargeError)):
         return f"{what} {err}"  # its message names the file already
     return f"{what} {escape(path)} cannot be read: {escape(err.strerror or err)}"
+
+
+def write_synced(path: Path, content: bytes, mode: str = "wb") -> None:
+    """Write `content` to `path` and fsync it (`mode` "xb": only if it does not exist)."""
+    with open(path, mode) as file:
+        file.write(content)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def sync_directory(directory: Path) -> None:
+    """Make the renames in `directory` durable (POSIX); not every platform can open a directory."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,7 +1,8 @@
 """Running the server: listen at once, load the model in the background, stop cleanly.
 
 Order at start: bind the socket (a port in use fails here, in well under a second), then
-start loading the model in a thread, then announce over zeroconf. The process lives until
+start loading the model in a thread, then start the voices page if asked (--http; see
+wyoming_pocket_tts.web), then announce over zeroconf. The process lives until
 SIGTERM/SIGINT (exit 0), the end of stdin for `stdio://` (exit 0), or a model that cannot
 be loaded (exit 1, one line saying why). A misbehaving client never ends it.
 """
@@ -16,11 +17,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from wyoming.event import async_get_stdin
@@ -29,8 +31,9 @@ from wyoming.server import AsyncServer
 from ..core import GenerationOptions, VoiceInfo, VoiceStateLike
 from ..core.logsafe import escape
 from ..settings import check_fields, default
-from ..voices.config import ModelScope, VoiceLibraryConfig
+from ..voices.config import ModelScope, VoiceConfigError, VoiceLibraryConfig
 from ..voices.memory import SharedVoiceCache
+from ..web.config import WebConfig
 from .connections import (
     ConnectionGate,
     connection_cap,
@@ -43,6 +46,9 @@ from .models import ModelEntry, model_label
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, ReplyOptions, TtsService
 from .zeroconf import Announcement, announce
+
+if TYPE_CHECKING:
+    from ..web.app import RunningPage
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -72,6 +78,8 @@ class ServerConfig:
     zeroconf_name: str | None = None
     more_models: tuple[str, ...] = ()
     max_loaded_models: int = default("max_loaded_models")
+    # The voices page (--http); None: off.
+    web: WebConfig | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "more_models", tuple(self.more_models))
@@ -243,6 +251,33 @@ async def _serve_stdio(factory: partial[PocketTtsEventHandler]) -> asyncio.Task[
     return asyncio.create_task(factory(reader, writer, idle_timeout=None).run(), name="stdio handler")
 
 
+def _with_page_voices_file(config: ServerConfig) -> ServerConfig:
+    from .web_link import with_page_voices_file
+
+    try:
+        return replace(config, library=with_page_voices_file(config.library))
+    except VoiceConfigError as err:
+        raise StartError(str(err)) from None
+
+
+def _page_starter(config: ServerConfig) -> Callable[[TtsService], Awaitable[RunningPage]]:
+    """What starts the voices page. Its modules (aiohttp) are imported here, before the
+    model's loader thread starts: imported next to torch's import, they could wait for it."""
+    from ..web.app import start_page
+    from .web_link import ServiceLink
+
+    web = config.web
+    assert web is not None
+
+    async def start(service: TtsService) -> RunningPage:
+        try:
+            return await start_page(web, ServiceLink(config, service))
+        except OSError as err:
+            raise StartError(f"cannot serve the voices page on {web.listen}: {err.strerror or err}") from None
+
+    return start
+
+
 async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     """Run until stopped. Raises StartError before serving, LoadFailed if loading fails.
 
@@ -251,6 +286,8 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     `loader` replaces the real model loading (tests run the server on a fake engine).
     """
     loop = asyncio.get_running_loop()
+    if config.web is not None:
+        config = _with_page_voices_file(config)
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -292,6 +329,7 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     server: AsyncServer | None = None
     stdio_task: asyncio.Task[None] | None = None
     announcement: Announcement | None = None
+    page: RunningPage | None = None
     stopped = asyncio.ensure_future(stop.wait())
     try:
         if urlparse(config.uri).scheme == "stdio":
@@ -300,7 +338,10 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
             server = await _listen(config.uri, factory, config.max_connections)
         _LOGGER.info("Loading model %s in the background%s", config.model,
                      f" (and {', '.join(config.more_models)} on first use)" if config.more_models else "")  # fmt: skip
+        start_page = _page_starter(config) if config.web is not None else None
         ready = service.start()
+        if start_page is not None:
+            page = await start_page(service)
         if config.zeroconf_name and server is not None:
             announcement = await announce(config.uri, config.zeroconf_name)
 
@@ -324,6 +365,8 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
             with contextlib.suppress(Exception):
                 await announcement.close()
         service.stopping()
+        if page is not None:
+            await page.stop()
         if server is not None:
             await server.stop()
         if stdio_task is not None and not stdio_task.done():

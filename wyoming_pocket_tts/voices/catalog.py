@@ -37,7 +37,7 @@ _LOGGER = logging.getLogger(__name__)
 _PREDEFINED_ATTRIBUTION = ("Kyutai", "https://huggingface.co/kyutai/tts-voices")
 # What the voices' files looked like when the list was built (see `sources_signature`):
 # the stats of the files read, and the names in the voices folder.
-SourcesSignature = tuple[tuple[tuple[str, int, int], ...], tuple[str, ...]]
+SourcesSignature = tuple[tuple[tuple[str, int, int, int], ...], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -324,9 +324,11 @@ def sources_signature(config: VoiceLibraryConfig) -> SourcesSignature:
     return tuple(_stat_entry(path) for path in paths), tuple(names)
 
 
-def _stat_entry(path: Path) -> tuple[str, int, int]:
+def _stat_entry(path: Path) -> tuple[str, int, int, int]:
     try:
         stat = os.stat(path)
     except OSError:
-        return (str(path), -1, -1)
-    return (str(path), stat.st_mtime_ns, stat.st_size)
+        return (str(path), -1, -1, -1)
+    # The inode too: a file replaced by a rename (how the voices page writes) is a new
+    # inode even when its date (kept to the clock's tick) and size are the same.
+    return (str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)

@@ -325,3 +325,12 @@ def folder_voices(directory: Path, limit: int | None = None) -> tuple[list[Voice
         assert kind is not None
         specs.append(VoiceSpec(name=path.stem, kind=kind, origin=origin, path=path))
     return specs, len(names)
+
+
+# The voices file kept in the voices folder when none is given (--voices): the voices page
+# creates it, and the command line reads it from there when it exists.
+PAGE_VOICES_FILE = "voices.yaml"
+
+
+def page_voices_file(voices_dir: Path) -> Path:
+    return voices_dir / PAGE_VOICES_FILE

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from ..core.files import sync_directory, write_synced
+
 _LOGGER = logging.getLogger(__name__)
 
 S = TypeVar("S")
@@ -155,11 +157,11 @@ class DiskCache:
             self._dir.mkdir(parents=True, exist_ok=True)
             saver(value, temporary)
             size, digest = _digest(temporary, sync=True)
-            _write_synced(temporary_check, _Check(key.fields(), size, digest).to_json())
+            write_synced(temporary_check, _Check(key.fields(), size, digest).to_json())
             with self._lock:  # two writers of one key in this process must not mix their halves
                 os.replace(temporary, final)
                 os.replace(temporary_check, _check_path(final))
-            _sync_directory(self._dir)
+            sync_directory(self._dir)
         except Exception as err:  # noqa: BLE001 - a cache that cannot be written only costs speed
             _discard(temporary)
             _discard(temporary_check)
@@ -261,7 +263,7 @@ def _unwritable_reason(directory: Path) -> str | None:
     a probe of 64 KiB is written, synced and removed."""
     probe = directory / f"{_TMP_PREFIX}{os.getpid()}-probe-{uuid.uuid4().hex}"
     try:
-        _write_synced(probe, bytes(64 * 1024))
+        write_synced(probe, bytes(64 * 1024))
     except OSError as err:
         return err.strerror or str(err)
     finally:
@@ -293,27 +295,6 @@ def _digest(path: Path, sync: bool = False) -> tuple[int, str]:
             sha.update(block)
             size += len(block)
     return size, sha.hexdigest()
-
-
-def _write_synced(path: Path, content: bytes) -> None:
-    with open(path, "wb") as file:
-        file.write(content)
-        file.flush()
-        os.fsync(file.fileno())
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the renames durable (POSIX); not every platform can open a directory."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _writer_alive(name: str) -> bool:

@@ -265,6 +265,20 @@ class VoiceLibrary:
         with self._lock:
             self._cache.clear()
 
+    def encoding_state(self, name: str) -> tuple[str, str | None]:
+        """How far voice `name` is, for the voices page: "ready" (in memory), "encoding",
+        "failed" (and why), or "pending" (encoded, or loaded from the disk cache, at its
+        first use or by the background encoding)."""
+        with self._lock:
+            if name in self._cache:
+                return "ready", None
+            if name in self._inflight:
+                return "encoding", None
+            failure = self._failures.get(name)
+            if failure is not None:
+                return "failed", failure.message
+        return "pending", None
+
     def cached_names(self) -> list[str]:
         """Voices in memory, least recently used first (diagnostics, tests, benchmark)."""
         with self._lock:
