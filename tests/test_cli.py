@@ -57,7 +57,7 @@ def test_version_and_help_do_not_load_torch():
     assert "torch loaded: False" in result.stderr
     for option in ("--uri", "--model", "--language", "--voice", "--voices", "--voices-dir",
                    "--no-predefined-voices", "--data-dir", "--hf-token", "--temperature", "--decode-steps",
-                   "--eos-threshold", "--quantize", "--threads", "--voice-cache-size", "--voice-cache-mb",
+                   "--eos-threshold", "--quantize", "--no-quantize", "--threads", "--voice-cache-size", "--voice-cache-mb",
                    "--disk-cache-mb", "--max-concurrent", "--zeroconf", "--debug", "--version"):  # fmt: skip
         assert option in result.stdout, option
 
@@ -88,7 +88,7 @@ def test_defaults(tmp_path, monkeypatch):
     assert cfg.hf_token is None
     assert cfg.library == VoiceLibraryConfig(tmp_path / "xdg" / "wyoming-pocket-tts")
     assert cfg.max_concurrent == 2
-    assert not cfg.quantize
+    assert cfg.precision == "auto"
     assert cfg.zeroconf_name is None and cfg.language is None and cfg.threads is None
     assert cfg.generation == GenerationOptions()
 
@@ -118,12 +118,22 @@ def test_options_are_passed_through(tmp_path, monkeypatch):
     )  # fmt: skip
     assert cfg.hf_token == "env-token"
     assert cfg.generation == GenerationOptions(temperature=0.5, decode_steps=2, eos_threshold=-3.0)
-    assert cfg.quantize and cfg.threads == 1
+    assert cfg.precision == "int8" and cfg.threads == 1
     assert cfg.max_concurrent == 1
     assert config("--hf-token", "cli-token").hf_token == "cli-token"
     assert config("--voice", "marius").library.default_voice == "marius"  # a name needs no file
     assert config("--language", "pt-BR").language == "pt-BR"
     assert config("--uri", "stdio://").uri == "stdio://"
+
+
+@pytest.mark.parametrize(
+    ("args", "precision"),
+    [((), "auto"), (("--quantize",), "int8"), (("--no-quantize",), "float32"), (("--quantize", "auto"), "auto"),
+     (("--quantize", "int8"), "int8"), (("--quantize", "float32"), "float32"),
+     (("--quantize", "--no-quantize"), "float32"), (("--no-quantize", "--quantize"), "int8")],
+)  # fmt: skip
+def test_the_precision_forms(args, precision, tmp_path):
+    assert config(*args, "--data-dir", str(tmp_path)).precision == precision
 
 
 def test_zeroconf_name(monkeypatch):
@@ -142,6 +152,7 @@ def test_hf_token_never_shown_in_help():
     [
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--threads", "0"], "--threads: must be at least 1"),
+        (["--quantize", "fast"], "--quantize: 'fast' is not one of auto, int8, float32"),
         (["--max-concurrent", "x"], "--max-concurrent: must be a whole number"),
         (["--language", "English"], "--language: 'English' is not valid"),
         (["--temperature", "-1"], "--temperature: must be at least 0"),

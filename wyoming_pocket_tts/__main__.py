@@ -114,6 +114,9 @@ def _add_setting(parser: argparse.ArgumentParser, setting: Setting) -> None:
         const=setting.const,
         help=setting.help + shown,
     )
+    if setting.off_flag is not None:
+        parser.add_argument(setting.off_flag, dest=setting.name, action="store_const", const=setting.off_value,
+                            help=f"the same as {setting.option} {setting.off_value}")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -226,6 +226,19 @@ class FlowLM(nn.Module):
         A `prompt` (text embeddings not yet in the caches) goes through the transformer in
         the same pass: the first step then reads the weights once, not twice.
         """
+        latent, eos_logits = self.step_rows(previous, caches, noise, decode_steps, prompt)
+        return StepOutput(latent, float(eos_logits))
+
+    def step_rows(
+        self,
+        previous: torch.Tensor | None,
+        caches: list[KVCache],
+        noise: torch.Tensor,
+        decode_steps: int,
+        prompt: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`step` for B rows at once (caches of batch B, `previous` [B, 1, latent_dim],
+        noise [B, latent_dim]): the latents [B, 1, latent_dim] and EOS logits [B, 1]."""
         if previous is None:
             previous = self.bos_emb.view(1, 1, -1)
         x = self.input_linear(previous)
@@ -235,6 +248,6 @@ class FlowLM(nn.Module):
         hidden = self.out_norm(hidden[:, -1])
         if self.z_proj is not None:
             hidden = self.z_proj(hidden)
-        eos_logit = float(self.out_eos(hidden))
+        eos_logits = self.out_eos(hidden)
         latent = self.sampler.sample(self.flow_net, hidden, noise, decode_steps)
-        return StepOutput(latent[:, None, :], eos_logit)
+        return latent[:, None, :], eos_logits
