@@ -21,7 +21,7 @@ from ..core.model_names import names_config_file
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
 from .network import PocketNetwork, load_weights, random_weights
-from .quantize import quantize_network
+from .quantize import QuantizedEngine, quantize_network
 from .tokenizer import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -70,9 +70,10 @@ def load_model(
     return model
 
 
-def quantize_model(model: TTSModel) -> None:
-    """Run the model's main layers in int8 from now on (see `quantize`); before any request."""
-    count = quantize_network(model.network)
+def quantize_model(model: TTSModel, engine: QuantizedEngine | None = None) -> None:
+    """Run the model's main layers in int8 from now on (see `quantize`), with `engine`'s
+    kernels (None: the machine's); before any request."""
+    count = quantize_network(model.network, engine)
     logger.info("int8: quantized %d linears", count)
 
 

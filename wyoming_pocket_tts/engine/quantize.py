@@ -67,10 +67,17 @@ def engine_for(machine: str, supported: Sequence[str]) -> QuantizedEngine:
     """The quantized engine for `machine` (`platform.machine()`) among the `supported` ones
     (`torch.backends.quantized.supported_engines`). torch's default engine is not it: on
     aarch64 that default is "x86", whose packing raises "unknown architecure" there."""
-    for engine in _PREFERENCE.get(machine.lower(), (FBGEMM, QNNPACK)):
-        if engine.name in supported:
-            return engine
-    raise RuntimeError(f"no int8 engine for {machine} in this torch build (it has {list(supported)}); run without --quantize")
+    usable = engines_for(machine, supported)
+    if not usable:
+        raise RuntimeError(f"no int8 engine for {machine} in this torch build (it has {list(supported)}); "
+                           "run without --quantize")  # fmt: skip
+    return usable[0]
+
+
+def engines_for(machine: str, supported: Sequence[str]) -> tuple[QuantizedEngine, ...]:
+    """Every quantized engine that works on `machine` in this build, the preferred first
+    (x86 builds carry FBGEMM and QNNPACK; ARM ones list FBGEMM but cannot pack for it)."""
+    return tuple(engine for engine in _PREFERENCE.get(machine.lower(), (FBGEMM, QNNPACK)) if engine.name in supported)
 
 
 @contextmanager
@@ -145,9 +152,10 @@ def int8_slots(network: PocketNetwork) -> list[Int8Slot]:
             + _sampler_head_slots(network.flow_lm.flow_net))  # fmt: skip
 
 
-def quantize_network(network: PocketNetwork) -> int:
-    """Swap the network's float32 linears for int8 ones in place; returns how many."""
+def quantize_network(network: PocketNetwork, engine: QuantizedEngine | None = None) -> int:
+    """Swap the network's float32 linears for int8 ones in place, packed for `engine`
+    (None: the machine's, see `engine_for`); returns how many."""
     slots = int8_slots(network)
     for slot in slots:
-        slot.put(Int8Linear(slot.get()))
+        slot.put(Int8Linear(slot.get(), engine))
     return len(slots)
