@@ -18,6 +18,8 @@ How, so that a busy machine cannot tilt the result:
   cache holding a voice prompt and a sentence, the sampler head) and the decoding of one
   frame per row, in decoder groups of four as a reply decodes after its first frames;
   on one thread, as the FlowLM and the decoder each run on one while a reply streams.
+  Each row decodes on its own, so one row's decoding is timed and counted per row (a
+  quarter of the time four decoders would take to time).
 - at 1 and at 4 rows: int8 reads its quarter of the weights once per step whatever the
   number of rows, so it may win with four replies at once where it loses with one.
 
@@ -27,7 +29,6 @@ a seed; the latents are not fed back, so nothing drifts toward denormals or over
 
 from __future__ import annotations
 
-import logging
 import platform
 import statistics
 import time
@@ -42,7 +43,6 @@ from .mimi import DecoderState
 from .model import TTSModel
 from .quantize import Int8Linear, Int8Slot, engine_for, int8_slots
 
-logger = logging.getLogger(__name__)
 
 BATCH_SIZES = (1, 4)
 # Timed rounds per precision and batch size, after an untimed one; past TIME_BUDGET_S,
@@ -91,8 +91,11 @@ def measure_precisions(model: TTSModel, *, repeats: int = REPEATS, batch_sizes: 
                 break
             for precision in MEASURED if repeat % 2 == 0 else MEASURED[::-1]:
                 _use(slots, modules[precision])
+                # Each row decodes on its own (the decoder is not batched): one row's
+                # decoding, timed once, counts once per row.
+                decode_ms = rounds.decode_ms(clock)
                 for rows in batch_sizes:
-                    milliseconds = rounds.frame_ms(rows, clock)
+                    milliseconds = rounds.step_ms(rows, clock) + rows * decode_ms
                     if repeat > 0:
                         times[precision, rows].append(milliseconds)
     finally:
@@ -114,8 +117,9 @@ def _use(slots: list[Int8Slot], modules: list[nn.Module]) -> None:
 
 class _Rounds:
     """The inputs of every round, made once (untimed): per batch size, each row's KV
-    prefix, previous latent and noise, and each row's decoder, which carries its state
-    from round to round as a reply's does from frame to frame."""
+    prefix, previous latent and noise; the latents a decoder group decodes, and the
+    decoder, which carries its state from round to round as a reply's does from frame to
+    frame."""
 
     def __init__(self, model: TTSModel, batch_sizes: Sequence[int]) -> None:
         network = model.network
@@ -129,20 +133,25 @@ class _Rounds:
         latent_dim = self.flow_lm.latent_dim
         self.previous = {rows: torch.randn(rows, 1, latent_dim, generator=generator) for rows in batch_sizes}
         self.noise = {rows: torch.randn(rows, latent_dim, generator=generator) for rows in batch_sizes}
-        self.decoders: dict[int, list[DecoderState]] = {
-            rows: [self.mimi.new_decoder_state() for _ in range(rows)] for rows in batch_sizes
-        }
+        latents = torch.randn(1, STEPS_PER_ROUND, latent_dim, generator=generator)
+        self.group = latents * self.flow_lm.emb_std + self.flow_lm.emb_mean
+        self.decoder: DecoderState = self.mimi.new_decoder_state()
 
-    def frame_ms(self, rows: int, clock: Clock) -> float:
-        """One round at `rows` rows, in milliseconds per frame."""
+    def step_ms(self, rows: int, clock: Clock) -> float:
+        """STEPS_PER_ROUND FlowLM steps of `rows` rows, in milliseconds per step."""
         flow_lm = self.flow_lm
         with inference():
             caches = flow_lm.transformer.new_caches(self.prefixes[rows], capacity=STEPS_PER_ROUND)
             started = clock()
-            latents = [flow_lm.step_rows(self.previous[rows], caches, self.noise[rows], 1)[0]
-                       for _ in range(STEPS_PER_ROUND)]  # fmt: skip
-            group = torch.cat(latents, dim=1) * flow_lm.emb_std + flow_lm.emb_mean
-            for row, decoder in enumerate(self.decoders[rows]):
-                self.mimi.decode(group[row : row + 1], decoder)
+            for _ in range(STEPS_PER_ROUND):
+                flow_lm.step_rows(self.previous[rows], caches, self.noise[rows], 1)
+            elapsed = clock() - started
+        return elapsed * 1000.0 / STEPS_PER_ROUND
+
+    def decode_ms(self, clock: Clock) -> float:
+        """One decoder group of STEPS_PER_ROUND frames of one row, in milliseconds per frame."""
+        with inference():
+            started = clock()
+            self.mimi.decode(self.group, self.decoder)
             elapsed = clock() - started
         return elapsed * 1000.0 / STEPS_PER_ROUND
