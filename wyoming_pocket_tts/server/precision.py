@@ -193,7 +193,7 @@ class PrecisionChooser:
                              "delete %s to measure again)", model, choice.precision, self.cpu, runtime,
                              summary(figures), choice.why, self.cache.path)  # fmt: skip
                 return choice.precision
-            _LOGGER.info("Model %s: timing float32 and int8 on this CPU (auto; once, a few seconds)", model)
+            _LOGGER.info("Model %s: timing float32 and int8 on this CPU (auto; once per CPU, torch and model)", model)
             figures = measure()
             choice = choose(figures)
             remembered = self._remember(key, figures)
