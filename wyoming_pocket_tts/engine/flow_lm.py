@@ -159,7 +159,12 @@ class SamplerHead(nn.Module):
 @dataclass
 class StepOutput:
     latent: torch.Tensor  # [B, 1, latent_dim]
-    eos_logit: float
+    eos_logits: torch.Tensor  # [B, 1]
+
+    @property
+    def eos_logit(self) -> float:
+        """The EOS logit of a one-row step."""
+        return float(self.eos_logits)
 
 
 class FlowLM(nn.Module):
@@ -224,21 +229,10 @@ class FlowLM(nn.Module):
         """One autoregressive step: the previous latent (None at the start) -> next latent.
 
         A `prompt` (text embeddings not yet in the caches) goes through the transformer in
-        the same pass: the first step then reads the weights once, not twice.
+        the same pass: the first step then reads the weights once, not twice. B rows step
+        at once given caches of batch B, `previous` [B, 1, latent_dim] and noise
+        [B, latent_dim] (the precision measurement times four).
         """
-        latent, eos_logits = self.step_rows(previous, caches, noise, decode_steps, prompt)
-        return StepOutput(latent, float(eos_logits))
-
-    def step_rows(
-        self,
-        previous: torch.Tensor | None,
-        caches: list[KVCache],
-        noise: torch.Tensor,
-        decode_steps: int,
-        prompt: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """`step` for B rows at once (caches of batch B, `previous` [B, 1, latent_dim],
-        noise [B, latent_dim]): the latents [B, 1, latent_dim] and EOS logits [B, 1]."""
         if previous is None:
             previous = self.bos_emb.view(1, 1, -1)
         x = self.input_linear(previous)
@@ -250,4 +244,4 @@ class FlowLM(nn.Module):
             hidden = self.z_proj(hidden)
         eos_logits = self.out_eos(hidden)
         latent = self.sampler.sample(self.flow_net, hidden, noise, decode_steps)
-        return latent[:, None, :], eos_logits
+        return StepOutput(latent[:, None, :], eos_logits)

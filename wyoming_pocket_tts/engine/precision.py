@@ -144,7 +144,7 @@ class _Rounds:
             caches = flow_lm.transformer.new_caches(self.prefixes[rows], capacity=STEPS_PER_ROUND)
             started = clock()
             for _ in range(STEPS_PER_ROUND):
-                flow_lm.step_rows(self.previous[rows], caches, self.noise[rows], 1)
+                flow_lm.step(self.previous[rows], caches, self.noise[rows], 1)
             elapsed = clock() - started
         return elapsed * 1000.0 / STEPS_PER_ROUND
 
