@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from wyoming_pocket_tts import __version__
-from wyoming_pocket_tts.__main__ import build_parser, config_from_args, default_data_dir
+from wyoming_pocket_tts.__main__ import build_parser, config_from_args, default_data_dir, idle_threads_sleep
 from wyoming_pocket_tts.core import GenerationOptions
 from wyoming_pocket_tts.settings import SETTINGS
 from wyoming_pocket_tts.voices import VoiceLibraryConfig
@@ -134,6 +134,24 @@ def test_options_are_passed_through(tmp_path, monkeypatch):
 )  # fmt: skip
 def test_the_precision_forms(args, precision, tmp_path):
     assert config(*args, "--data-dir", str(tmp_path)).precision == precision
+
+
+def test_openmp_threads_sleep_when_idle_unless_told_otherwise():
+    environ: dict[str, str] = {}
+    idle_threads_sleep(environ)
+    assert environ == {"OMP_WAIT_POLICY": "PASSIVE"}
+    told = {"OMP_WAIT_POLICY": "ACTIVE"}
+    idle_threads_sleep(told)
+    assert told == {"OMP_WAIT_POLICY": "ACTIVE"}
+
+
+def test_the_server_process_sets_the_wait_policy_before_torch(tmp_path):
+    code = ("import os, sys; from wyoming_pocket_tts.__main__ import main; sys.argv[1:] = ['--version'];\n"
+            "import atexit; atexit.register(lambda: print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules))\n"
+            "main()")  # fmt: skip
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    assert result.stdout.split()[-2:] == ["PASSIVE", "False"], result.stdout + result.stderr
 
 
 def test_zeroconf_name(monkeypatch):
