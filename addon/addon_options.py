@@ -35,6 +35,10 @@ DEFAULTS: dict[str, Any] = {
     **{name: setting.addon_default for name, setting in OPTIONS.items()},
     **{name: [] for name in MORE_OPTIONS},
 }
+# Former option -> the setting whose option replaced it (see settings.FormerOption): saved
+# configurations of older versions still hold it, and it still means what it meant.
+FORMER_OPTIONS: dict[str, Setting] = {setting.addon.former.name: setting for setting in ADDON
+                                      if setting.addon and setting.addon.former}  # fmt: skip
 
 
 class OptionsError(ValueError):
@@ -90,15 +94,39 @@ def load_options(path: Path) -> dict[str, Any]:
 
 
 def normalize_options(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults for missing keys, unknown keys dropped, values coerced to their type."""
+    """Defaults for missing keys, unknown keys dropped, values coerced to their type, a
+    former option's value carried over to the option that replaced it."""
     options = dict(DEFAULTS)
     for key, value in raw.items():
+        if key in FORMER_OPTIONS:
+            continue
         if key not in DEFAULTS:
             # Options of a newer or older add-on version must not stop the start.
             _LOGGER.warning("Ignoring unknown option %r", key)
             continue
         options[key] = _coerce(key, value)
+    for key, setting in FORMER_OPTIONS.items():
+        if raw.get(key) is not None:
+            _carry_over(options, key, raw[key], setting)
     return options
+
+
+def _carry_over(options: dict[str, Any], key: str, value: Any, setting: Setting) -> None:
+    """A saved value of a former option (`quantize: true`) means what it meant, unless
+    the option that replaced it was set away from its default."""
+    assert setting.addon is not None and setting.addon.former is not None
+    former, name = setting.addon.former, setting.addon.name
+    if former.schema.rstrip("?") == "bool" and not isinstance(value, bool):
+        raise OptionsError(f"option {key!r} must be true or false, not {value!r}")
+    meaning = former.values.get(value)
+    if meaning is None:
+        _LOGGER.info("Option %r: %r was its default; %r decides (%s)", key, value, name, options[name])
+    elif options[name] != DEFAULTS[name]:
+        _LOGGER.info("Option %r: %r is replaced by %r, which is set: %s", key, value, name, options[name])
+    else:
+        _LOGGER.info("Option %r: %r now means %r: %s (set %r and remove %r to silence this)", key, value,
+                     name, meaning, name, key)  # fmt: skip
+        options[name] = meaning
 
 
 def _coerce(key: str, value: Any) -> Any:
@@ -121,7 +149,11 @@ def _coerce(key: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise OptionsError(f"option {key!r} must be a number, not {value!r}")
         return float(value)
-    return str(value).strip()
+    text = str(value).strip()
+    choices = OPTIONS[key].choices if key in OPTIONS else ()
+    if choices and text not in choices:
+        raise OptionsError(f"option {key!r} must be one of {', '.join(choices)}, not {value!r}")
+    return text
 
 
 def _in_share(value: str, layout: Layout) -> str:

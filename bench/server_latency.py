@@ -17,7 +17,8 @@ Measures, over TCP with the `wyoming` client:
     one-shot sentence the instant its `describe` stops saying "(loading)" (or "(warming
     up)"), then
     `--rounds` more: first audio of that first request after start against the later
-    ones (the start-up warm-up must not make the first one slower).
+    ones (the start-up warm-up must not make the first one slower), in wall time and in
+    the server's CPU time over each request.
 With `--compare ARGS` it starts two servers, the second with ARGS added to its options,
 and measures only first audio (one-shot, and streamed with LLM deltas), alternating the two
 request by request so that both see the same load: the ratio is the cost of ARGS (e.g. a
@@ -181,29 +182,42 @@ async def first_audio(host: str, port: int, text: str) -> float:
                 return time.perf_counter() - started
 
 
-async def first_after_start(host: str, port: int, rounds: int) -> tuple[float, list[float]]:
-    """First audio of the first one-shot the instant the model is ready, then of later ones."""
+async def first_after_start(host: str, port: int, rounds: int,
+                            pid: int | None = None) -> tuple[list[float], list[float]]:  # fmt: skip
+    """First audio of the first one-shot the instant the model is ready, then of `rounds`
+    later ones: their wall times and (with the server's `pid`) the server's CPU time
+    (all threads, user + system) over each, in seconds."""
     await wait_ready(host, port, timeout=600, poll_s=0.02)
-    first = await first_audio(host, port, ONE_SENTENCE)
-    later = []
-    for _ in range(rounds):
-        await asyncio.sleep(1.0)  # let the cancelled synthesis end first
-        later.append(await first_audio(host, port, ONE_SENTENCE))
-    return first, later
+    walls, cpus = [], []
+    for index in range(rounds + 1):
+        if index:
+            await asyncio.sleep(1.0)  # let the cancelled synthesis end first
+        before = _cpu_seconds(pid) if pid else 0.0
+        walls.append(await first_audio(host, port, ONE_SENTENCE))
+        cpus.append(_cpu_seconds(pid) - before if pid else float("nan"))
+    return walls, cpus
 
 
 def bench_starts(model: str, server_args: list[str], starts: int, rounds: int) -> list[tuple[str, str]]:
+    """The first request after each start against the later ones, in wall time and in
+    the server's CPU time (which a busy machine inflates less; with a multi-threaded first
+    frame, spinning worker threads still count)."""
     firsts: list[float] = []
     laters: list[float] = []
+    first_cpus: list[float] = []
+    later_cpus: list[float] = []
     for _ in range(starts):
         proc, host, port = start_server(model, server_args)
         try:
-            first, later = asyncio.run(first_after_start(host, port, rounds))
+            walls, cpus = asyncio.run(first_after_start(host, port, rounds, proc.pid))
         finally:
             stop_server(proc)
-        _LOGGER.info("first %.0f ms, later %s ms", first * 1000, ", ".join(f"{v * 1000:.0f}" for v in later))
-        firsts.append(first)
-        laters.append(_median(later))
+        _LOGGER.info("first %.0f ms, later %s ms; server CPU %s ms", walls[0] * 1000,
+                     ", ".join(f"{v * 1000:.0f}" for v in walls[1:]), ", ".join(f"{v * 1000:.0f}" for v in cpus))
+        firsts.append(walls[0])
+        laters.append(_median(walls[1:]))
+        first_cpus.append(cpus[0])
+        later_cpus.append(_median(cpus[1:]))
     ratio = _median(firsts) / _median(laters)
     return [
         (f"TTFA one-shot, first request after start ({starts} starts: each, then median)",
@@ -211,6 +225,9 @@ def bench_starts(model: str, server_args: list[str], starts: int, rounds: int) -
         (f"TTFA one-shot, the {rounds} requests after it (median of each start's median)",
          f"{_median(laters) * 1000:.0f} ms"),
         ("first / later", f"{ratio:.2f}x"),
+        ("server CPU time to first audio: first, later (medians)",
+         f"{_median(first_cpus) * 1000:.0f} ms, {_median(later_cpus) * 1000:.0f} ms: "
+         f"{_median(first_cpus) / _median(later_cpus):.2f}x"),
     ]  # fmt: skip
 
 

@@ -32,7 +32,8 @@ class LocalModel:
     weights_path: Path
 
 
-def local_architecture(name: str, folder: Path, overrides: dict[str, Any] | None = None, seed: int = 0) -> LocalModel:
+def local_architecture(name: str, folder: Path, overrides: dict[str, Any] | None = None, seed: int = 0,
+                       feedback_damping: float = FEEDBACK_DAMPING) -> LocalModel:  # fmt: skip
     """Catalog config `name`, with local tokenizer and random weights; `overrides` shrink it
     (nested keys like {"flow_lm": {"transformer": {"d_model": 256}}})."""
     raw = copy.deepcopy(catalog()[name].config)
@@ -52,7 +53,7 @@ def local_architecture(name: str, folder: Path, overrides: dict[str, Any] | None
     # doubles every two frames with the drifting head); trained models are not. Damping
     # the feedback keeps a 25-frame comparison about the code, not about the chaos.
     with torch.no_grad():
-        network.flow_lm.input_linear.weight.mul_(FEEDBACK_DAMPING)
+        network.flow_lm.input_linear.weight.mul_(feedback_damping)
     weights_path = folder / "model.safetensors"
     save_file({k: v.contiguous() for k, v in network.state_dict().items()}, str(weights_path))
     raw["weights_path"] = str(weights_path)

@@ -118,6 +118,33 @@ def value_problem(typ: str, value: Any) -> str | None:
     return None  # email, url: not used by this add-on
 
 
+def supervisor_start_problems(config: dict, saved: dict) -> list[str]:
+    """Why the Supervisor would refuse to start the add-on with the user's `saved` options
+    (its persisted ones, merged over the new version's defaults, then validated against the
+    new schema at every start and before an automatic update: apps/app.py write_options,
+    test_update_schema; apps/options.py). Keys the schema lacks are dropped, not refused."""
+    schema, merged = config.get("schema") or {}, {**(config.get("options") or {}), **saved}
+    problems = []
+    for key, value in merged.items():
+        if key in schema:
+            typ = schema[key]
+            values, element = (value, typ[0]) if isinstance(typ, list) else ([value], typ)
+            problems += [f"{key}: {why}" for item in values if (why := value_problem(element, item))]
+    for key, typ in schema.items():
+        element = typ[0] if isinstance(typ, list) else typ
+        if key not in merged and not element.endswith("?"):
+            problems.append(f"missing option {key!r}")
+    return problems
+
+
+def supervisor_options_file(config: dict, saved: dict) -> dict:
+    """The options.json the Supervisor writes for `saved` (validated: unknown keys dropped,
+    a bool for a bool type)."""
+    assert supervisor_start_problems(config, saved) == []
+    schema = config["schema"]
+    return {key: value for key, value in {**config["options"], **saved}.items() if key in schema}
+
+
 def supervisor_problems(config: dict, translations: dict) -> list[str]:
     """Everything in config.yaml (+ translations) that the Supervisor would reject or hide."""
     problems: list[str] = []
@@ -177,8 +204,11 @@ def supervisor_problems(config: dict, translations: dict) -> list[str]:
         if key not in schema:
             problems.append(f"option {key!r} has no schema entry")
     for key, typ in schema.items():
+        element = typ[0] if isinstance(typ, list) and len(typ) == 1 else typ
         if key not in options:
-            problems.append(f"schema {key!r} has no default in options")
+            # Only an optional type ("str?", ["str?"]) may go without (_check_missing_options).
+            if not (isinstance(element, str) and element.endswith("?")):
+                problems.append(f"schema {key!r} has no default in options")
         elif isinstance(typ, str) and (why := value_problem(typ, options[key])):
             problems.append(f"default of {key!r} refused: {why}")
         elif isinstance(typ, list):
@@ -250,7 +280,7 @@ def test_config_has_what_the_issue_asks(config: dict) -> None:
     schema = config["schema"]
     assert schema["model"].startswith("list(")
     assert schema["hf_token"].rstrip("?") == "password"
-    for key in ("model", "voice", "voices_file", "voices_dir", "hf_token", "quantize", "threads",
+    for key in ("model", "voice", "voices_file", "voices_dir", "hf_token", "precision", "quantize", "threads",
                 "temperature", "voice_cache_size", "debug"):  # fmt: skip
         assert key in schema
 
@@ -314,9 +344,12 @@ def test_run_script_defaults_equal_config_options(config: dict) -> None:
 def test_addon_options_agree_with_the_settings_declaration(config: dict, translations: dict) -> None:
     """config.yaml, translations/en.yaml and the option mapping cannot drift from settings.py."""
     names = [setting.addon.name for setting in ADDON_SETTINGS] + list(addon_options.MORE_OPTIONS)
-    assert set(config["options"]) == set(names)
-    assert set(config["schema"]) == set(names)
-    assert set(translations["configuration"]) == set(names)
+    former = {setting.addon.former.name: setting.addon.former for setting in ADDON_SETTINGS if setting.addon.former}
+    assert set(config["options"]) == set(names)  # a former option has no default: it is optional
+    assert set(config["schema"]) == set(names) | set(former)
+    assert set(translations["configuration"]) == set(names) | set(former)
+    for name, option in former.items():
+        assert config["schema"][name] == option.schema and option.schema.endswith("?"), name
     assert config.get("configuration", translations["configuration"]) == translations["configuration"]
     for setting in ADDON_SETTINGS:
         name = setting.addon.name
@@ -344,6 +377,8 @@ def test_every_addon_option_reaches_the_server_command_line() -> None:
             value = not addon_options.DEFAULTS[name]  # normalize_text is on by default
         if setting.addon.schema == "catalog":
             value = "french"
+        if setting.choices:
+            value = next(choice for choice in setting.choices if choice != addon_options.DEFAULTS[name])
         command = build_command({**addon_options.DEFAULTS, name: value}, LAYOUT)
         assert (command.argv, command.env) != (baseline.argv, baseline.env), name
         if setting.addon.place != "env":
@@ -388,7 +423,7 @@ HEAD = [PY, "-m", "wyoming_pocket_tts", "--uri", "tcp://0.0.0.0:10200", "--data-
             "options_full.json",
             HEAD + ["--model", "french_24l", "--language", "fr-CA", "--voice", "mum", "--voices", "/share/pocket_tts/voices.yaml",
                     "--voices-dir", "/share/other_voices", "--temperature", "0.7", "--length-scale", "1.2",
-                    "--sentence-silence", "0.5", "--no-normalize", "--quantize",
+                    "--sentence-silence", "0.5", "--no-normalize", "--quantize", "int8",
                     "--threads", "4", "--voice-cache-size", "16", "--debug"],
             {"HF_HOME": "/data/huggingface", "HF_TOKEN": "hf_secret_token_123"},
         ),
@@ -431,7 +466,8 @@ def test_missing_options_file_gives_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "content",
-    ['{"threads": "four"}', '{"quantize": "yes"}', '{"temperature": true}', "[1, 2]", "{not json"],
+    ['{"threads": "four"}', '{"quantize": "yes"}', '{"precision": "fast"}', '{"temperature": true}', "[1, 2]",
+     "{not json"],
 )
 def test_bad_options_file_is_refused(tmp_path: Path, content: str) -> None:
     path = tmp_path / "options.json"
@@ -459,7 +495,7 @@ def test_real_server_accepts_the_command_line(sample: str) -> None:
     command = build_command(options, LAYOUT)
     args = parser.parse_args(command.argv[3:])  # a flag it does not know exits here
     assert args.model == options["model"]
-    assert args.quantize is options["quantize"]
+    assert args.quantize == options["precision"]
     assert args.debug is options["debug"]
     assert args.voice_cache_size == options["voice_cache_size"]
     assert args.temperature == pytest.approx(options["temperature"])
@@ -468,6 +504,52 @@ def test_real_server_accepts_the_command_line(sample: str) -> None:
     assert args.normalize is options["normalize_text"]
     assert args.threads == (options["threads"] or None)
     assert args.language == (options["language"] or None)
+
+
+# ---------------------------------------------------------------------------------------
+# Configurations saved by earlier versions (quantize: a bool, now precision: a list)
+# ---------------------------------------------------------------------------------------
+
+OLD_SAVED = [{}, {"quantize": False}, {"quantize": True}, {"quantize": True, "voice": "alba", "threads": 2},
+             json.loads((DATA / "options_full.json").read_text()), json.loads((DATA / "options_defaults.json").read_text())]
+
+
+@pytest.mark.parametrize("saved", OLD_SAVED)
+def test_a_configuration_saved_by_an_earlier_version_still_starts(config: dict, saved: dict) -> None:
+    assert supervisor_start_problems(config, saved) == []
+
+
+def test_changing_the_type_of_the_saved_option_would_stop_the_add_on(config: dict) -> None:
+    """Why `quantize` stays in the schema as an optional bool beside `precision`: the
+    Supervisor refuses to start an add-on whose saved value has another type than the
+    schema says (and skips its automatic update)."""
+    retyped = copy.deepcopy(config)
+    retyped["schema"]["quantize"] = retyped["schema"].pop("precision")
+    retyped["options"]["quantize"] = retyped["options"].pop("precision")
+    assert supervisor_start_problems(retyped, {"quantize": True})
+    assert supervisor_start_problems(retyped, {"quantize": False})
+
+
+@pytest.mark.parametrize(
+    ("saved", "precision"),
+    [
+        ({}, "auto"),
+        ({"quantize": False}, "auto"),  # the old default: most users never chose it
+        ({"quantize": True}, "int8"),  # chosen: it still means int8
+        ({"quantize": True, "precision": "float32"}, "float32"),  # the new option, set, wins
+        ({"quantize": False, "precision": "int8"}, "int8"),
+        ({"precision": "float32"}, "float32"),
+        ({"precision": "auto"}, "auto"),
+    ],
+)  # fmt: skip
+def test_a_saved_quantize_means_what_the_user_meant(config: dict, tmp_path: Path, saved: dict, precision: str) -> None:
+    path = tmp_path / "options.json"
+    path.write_text(json.dumps(supervisor_options_file(config, saved)))
+    command = build_command(load_options(path), LAYOUT)
+    expected = [] if precision == "auto" else ["--quantize", precision]
+    index = command.argv.index("--quantize") if "--quantize" in command.argv else None
+    assert (command.argv[index : index + 2] if index is not None else []) == expected
+    assert _server_parser().parse_args(command.argv[3:]).quantize == precision
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from wyoming_pocket_tts import __version__
-from wyoming_pocket_tts.__main__ import build_parser, config_from_args, default_data_dir
+from wyoming_pocket_tts.__main__ import build_parser, config_from_args, default_data_dir, idle_threads_sleep
 from wyoming_pocket_tts.core import GenerationOptions
 from wyoming_pocket_tts.settings import SETTINGS
 from wyoming_pocket_tts.voices import VoiceLibraryConfig
@@ -57,7 +57,7 @@ def test_version_and_help_do_not_load_torch():
     assert "torch loaded: False" in result.stderr
     for option in ("--uri", "--model", "--language", "--voice", "--voices", "--voices-dir",
                    "--no-predefined-voices", "--data-dir", "--hf-token", "--temperature", "--decode-steps",
-                   "--eos-threshold", "--quantize", "--threads", "--voice-cache-size", "--voice-cache-mb",
+                   "--eos-threshold", "--quantize", "--no-quantize", "--threads", "--voice-cache-size", "--voice-cache-mb",
                    "--disk-cache-mb", "--max-concurrent", "--zeroconf", "--debug", "--version"):  # fmt: skip
         assert option in result.stdout, option
 
@@ -88,7 +88,7 @@ def test_defaults(tmp_path, monkeypatch):
     assert cfg.hf_token is None
     assert cfg.library == VoiceLibraryConfig(tmp_path / "xdg" / "wyoming-pocket-tts")
     assert cfg.max_concurrent == 2
-    assert not cfg.quantize
+    assert cfg.precision == "auto"
     assert cfg.zeroconf_name is None and cfg.language is None and cfg.threads is None
     assert cfg.generation == GenerationOptions()
 
@@ -118,12 +118,40 @@ def test_options_are_passed_through(tmp_path, monkeypatch):
     )  # fmt: skip
     assert cfg.hf_token == "env-token"
     assert cfg.generation == GenerationOptions(temperature=0.5, decode_steps=2, eos_threshold=-3.0)
-    assert cfg.quantize and cfg.threads == 1
+    assert cfg.precision == "int8" and cfg.threads == 1
     assert cfg.max_concurrent == 1
     assert config("--hf-token", "cli-token").hf_token == "cli-token"
     assert config("--voice", "marius").library.default_voice == "marius"  # a name needs no file
     assert config("--language", "pt-BR").language == "pt-BR"
     assert config("--uri", "stdio://").uri == "stdio://"
+
+
+@pytest.mark.parametrize(
+    ("args", "precision"),
+    [((), "auto"), (("--quantize",), "int8"), (("--no-quantize",), "float32"), (("--quantize", "auto"), "auto"),
+     (("--quantize", "int8"), "int8"), (("--quantize", "float32"), "float32"),
+     (("--quantize", "--no-quantize"), "float32"), (("--no-quantize", "--quantize"), "int8")],
+)  # fmt: skip
+def test_the_precision_forms(args, precision, tmp_path):
+    assert config(*args, "--data-dir", str(tmp_path)).precision == precision
+
+
+def test_openmp_threads_sleep_when_idle_unless_told_otherwise():
+    environ: dict[str, str] = {}
+    idle_threads_sleep(environ)
+    assert environ == {"OMP_WAIT_POLICY": "PASSIVE"}
+    told = {"OMP_WAIT_POLICY": "ACTIVE"}
+    idle_threads_sleep(told)
+    assert told == {"OMP_WAIT_POLICY": "ACTIVE"}
+
+
+def test_the_server_process_sets_the_wait_policy_before_torch(tmp_path):
+    code = ("import os, sys; from wyoming_pocket_tts.__main__ import main; sys.argv[1:] = ['--version'];\n"
+            "import atexit; atexit.register(lambda: print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules))\n"
+            "main()")  # fmt: skip
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    assert result.stdout.split()[-2:] == ["PASSIVE", "False"], result.stdout + result.stderr
 
 
 def test_zeroconf_name(monkeypatch):
@@ -142,6 +170,7 @@ def test_hf_token_never_shown_in_help():
     [
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--threads", "0"], "--threads: must be at least 1"),
+        (["--quantize", "fast"], "--quantize: 'fast' is not one of auto, int8, float32"),
         (["--max-concurrent", "x"], "--max-concurrent: must be a whole number"),
         (["--language", "English"], "--language: 'English' is not valid"),
         (["--temperature", "-1"], "--temperature: must be at least 0"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import platform
 import subprocess
 import sys
 import threading
@@ -29,6 +30,7 @@ from wyoming_pocket_tts.engine import (
     VoiceState,
     build_demo_model,
     load_model,
+    quantize_model,
 )
 from wyoming_pocket_tts.engine import mimi as mimi_module
 from wyoming_pocket_tts.engine.config import parse_config
@@ -36,7 +38,7 @@ from wyoming_pocket_tts.engine.demo import demo_voice_audio
 from wyoming_pocket_tts.engine.kernels import inference
 from wyoming_pocket_tts.engine.model import MAX_TEXT_CHARS
 from wyoming_pocket_tts.engine.network import PocketNetwork
-from wyoming_pocket_tts.engine.quantize import Int8Linear
+from wyoming_pocket_tts.engine.quantize import Int8Linear, QuantizedEngine, engines_for, int8_slots
 
 SEEDED = GenerationOptions(seed=7, eos_threshold=1e9)
 TEXT = "The kitchen lights are on. The door is locked."
@@ -396,16 +398,29 @@ def test_an_encoder_gone_from_disk_is_a_voice_error(tmp_path: Path, voice_record
         model.voice_from_recording(voice_recording)
 
 
-def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path) -> None:
-    local = local_architecture("english_2m_refl_2026-10", tmp_path)
-    exact, int8 = load_model(str(local.config_path)), load_model(str(local.config_path), quantize=True)
+# Every int8 engine that works here: FBGEMM and QNNPACK on x86 (both in its torch build),
+# QNNPACK on ARM. Each has its own kernels and rounding, and a user may get either.
+INT8_ENGINES = engines_for(platform.machine(), torch.backends.quantized.supported_engines)
+
+
+@pytest.mark.parametrize("engine", INT8_ENGINES, ids=[engine.name for engine in INT8_ENGINES])
+def test_int8_stays_close_to_float32(tmp_path: Path, voice_recording: Path, engine: QuantizedEngine) -> None:
+    """The latent feedback is damped harder than in the other tests' models: at their
+    damping, a last-bit difference in the float32 reference (another instance of the same
+    model) moved this SNR by 2.7 dB (QNNPACK 22.0 or 19.3 dB, depending on the test
+    order), which measured the random model's chaos, not the int8 kernels; damped to 0.05,
+    each engine gives the same figure in any order (FBGEMM 23.1, QNNPACK 24.5 dB here)."""
+    local = local_architecture("english_2m_refl_2026-10", tmp_path, feedback_damping=0.05)
+    exact, int8 = load_model(str(local.config_path)), load_model(str(local.config_path))
+    quantize_model(int8, engine)
+    assert all(slot.get().engine == engine for slot in int8_slots(int8.network))
     options = GenerationOptions(temperature=0.0, eos_threshold=1e9)
     voice = exact.voice_from_recording(voice_recording)
     reference = np.concatenate(list(exact.synthesize("Hello there, friend.", voice, options)))[: 10 * 1920]
     approx = np.concatenate(list(int8.synthesize("Hello there, friend.", voice, options)))[: 10 * 1920]
     snr = 10 * np.log10(np.sum(reference**2) / np.sum((reference - approx) ** 2))
-    print(f"int8 SNR {snr:.1f} dB")
-    assert snr > 20, f"int8 audio SNR {snr:.1f} dB against float32"
+    print(f"int8 ({engine.name}) SNR {snr:.1f} dB")
+    assert snr > 20, f"int8 ({engine.name}) audio SNR {snr:.1f} dB against float32"
     head = int8.network.flow_lm.flow_net
     assert isinstance(head.modulation, Int8Linear)
     assert all(isinstance(block.mlp[0], Int8Linear) and isinstance(block.mlp[2], Int8Linear) for block in head.res_blocks)

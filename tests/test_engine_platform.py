@@ -17,7 +17,6 @@ import torch
 from wyoming_pocket_tts.engine import build_demo_model
 from wyoming_pocket_tts.engine.network import portable_normal
 from wyoming_pocket_tts.engine.quantize import FBGEMM, QNNPACK, Int8Linear, engine_for
-from wyoming_pocket_tts.platform_defaults import default_quantize
 
 MACHINE = platform.machine()
 SUPPORTED = torch.backends.quantized.supported_engines
@@ -129,8 +128,3 @@ def test_portable_normal_is_standard_and_seeded() -> None:
     assert 0.64 < (values.abs() < 1).float().mean().item() < 0.72
     assert values.abs().max().item() <= 4.0
 
-
-def test_quantize_auto_means_int8_on_arm_only() -> None:
-    assert default_quantize("aarch64") and default_quantize("arm64") and default_quantize("ARM64")
-    assert not default_quantize("x86_64") and not default_quantize("AMD64") and not default_quantize("riscv64")
-    assert default_quantize() == (MACHINE.lower() in ("aarch64", "arm64"))

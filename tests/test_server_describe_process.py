@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,36 @@ def test_demo_model_describes_its_voices_from_the_first_answer(tmp_path, househo
     expected = [("demo", ["en"]), ("grandma", ["en"])]
     for info in answers:
         assert voices_of(info) == expected, server.log()[-3000:]
+
+
+def test_describe_is_answered_while_the_precision_is_measured(tmp_path):
+    """--quantize auto (the default) times both precisions at the first start, in the
+    loader thread: describe keeps answering, each within a second, meanwhile."""
+    server = start_server_process(tmp_path)
+    answered: list[tuple[float, float]] = []  # (sent, seconds to the answer)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and "runs in" not in server.log():
+            sent = time.time()
+            try:
+                run(describe(server.port, timeout=5.0))
+            except (OSError, AssertionError, asyncio.TimeoutError):
+                time.sleep(0.01)  # not listening yet
+                continue
+            answered.append((sent, time.time() - sent))
+    finally:
+        assert server.stop() == 0, server.log()
+    log = server.log()
+    began, ended = (_log_time(line) for line in log.splitlines() if "timing float32 and int8" in line or " runs in " in line)
+    during = [seconds for sent, seconds in answered if began <= sent <= ended]
+    assert during, f"no describe while measuring ({began:.3f}-{ended:.3f}):\n{log[-3000:]}"
+    assert max(during) < 1.0  # (the very first describes may wait for the voice preview)
+    assert (tmp_path / "data" / "precision.json").is_file()
+
+
+def _log_time(line: str) -> float:
+    """The time of a log line ("2026-12-01 21:51:22,964 INFO ...") as a Unix time."""
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def test_local_config_without_a_language_gets_english_and_says_so(tmp_path, household):

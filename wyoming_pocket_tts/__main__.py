@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -115,6 +115,9 @@ def _add_setting(parser: argparse.ArgumentParser, setting: Setting) -> None:
         const=setting.const,
         help=setting.help + shown,
     )
+    if setting.off_flag is not None:
+        parser.add_argument(setting.off_flag, dest=setting.name, action="store_const", const=setting.off_value,
+                            help=f"the same as {setting.option} {setting.off_value}")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -220,7 +223,23 @@ def _warn_if_unwritable(data_dir: Path) -> None:
                     "need a writable HF_HOME", data_dir, problem)  # fmt: skip
 
 
+# OpenMP's threads (torch's thread pool) sleep as soon as they are idle instead of spinning
+# for a while first. A frame's products on several threads each end at a barrier; on a
+# machine whose cores other work also wants (a Home Assistant box), a spinning thread
+# burns the time slice its partner needed, and the first frame of a reply stretched from
+# ~0.2 s to 3-9 s (server CPU 0.16-0.24 s against 0.7-1.5 s per first audio, measured side
+# by side under a load average of 16-20, docs/precision.md). Set before torch is imported
+# (the loader thread imports it); a value in the environment wins.
+OPENMP_WAIT_POLICY = "PASSIVE"
+
+
+def idle_threads_sleep(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Make OpenMP's idle threads sleep (OMP_WAIT_POLICY), unless the environment says otherwise."""
+    environ.setdefault("OMP_WAIT_POLICY", OPENMP_WAIT_POLICY)
+
+
 def main(argv: Sequence[str] | None = None) -> NoReturn:
+    idle_threads_sleep()
     parser = build_parser()
     args = parser.parse_args(argv)
     # Before the checks, so that their warnings (an unwritable data dir) reach the log.

@@ -45,6 +45,23 @@ class SettingError(ValueError):
 
 
 @dataclass(frozen=True)
+class FormerOption:
+    """An add-on option that a setting's option replaced, still read from saved configurations.
+
+    The Supervisor checks the saved options against the new schema at every start (and
+    before an automatic update) and refuses to start an add-on whose saved value no longer
+    has the option's type; an option that left the schema is dropped without a word. So the
+    former option stays in config.yaml's schema, optional (`schema`, ending in "?", with no
+    default in `options:`), and `values` say what each saved value now means; a value not
+    in it (the former default, which most users never chose) leaves the new option alone.
+    """
+
+    name: str
+    schema: str
+    values: Mapping[Any, Any]
+
+
+@dataclass(frozen=True)
 class AddonOption:
     """A setting's option in the Home Assistant add-on (config.yaml `options`/`schema`)."""
 
@@ -67,6 +84,8 @@ class AddonOption:
     # (config.yaml's `["type"]`); the first value stays in the single option `name`, so
     # add-on configurations written before the list existed keep working.
     more: str = ""
+    # The option this one replaced, if any (see FormerOption).
+    former: FormerOption | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,11 @@ class Setting:
     field: str | None = None
     # The value of a flag given without one (--zeroconf alone).
     const: Any = None
+    # The only values a str setting accepts (the add-on's form offers them as a list).
+    choices: tuple[str, ...] = ()
+    # A second flag that sets the value `off_value` (--no-quantize for --quantize float32).
+    off_flag: str | None = None
+    off_value: Any = None
     # A list: the flag may be given several times, the value is a tuple of `kind` values
     # (in the order given) and `default` is its one element when the flag is not given.
     multiple: bool = False
@@ -130,6 +154,8 @@ class Setting:
         if self.kind is Path:
             return Path(value)
         text = str(value).strip()
+        if self.choices and text not in self.choices:
+            raise SettingError(f"{self.name}: {value!r} is not one of {', '.join(self.choices)}")
         if self.pattern is not None and not re.fullmatch(self.pattern, text):
             raise SettingError(f"{self.name}: {value!r} is not valid (expected {self.pattern_help or self.pattern})")
         return text
@@ -176,6 +202,8 @@ class Setting:
             high_bound = self.addon.maximum if self.addon.maximum is not None else self.maximum
             high = "" if high_bound is None else _schema_number(self.kind, high_bound)
             return f"{self.kind.__name__}({low},{high})"
+        if self.choices:
+            return f"list({'|'.join(self.choices)})"
         if self.pattern is not None:
             # The empty default ("not given") must match too: the Supervisor checks it.
             return f"match(({self.pattern})?)?"
@@ -187,6 +215,8 @@ def _schema_number(kind: type, value: float) -> str:
 
 
 _LANGUAGE_CODE = r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*"
+# --quantize: "auto" measures which of the other two is faster here (server/precision.py).
+PRECISIONS = ("auto", "int8", "float32")
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("uri", str, "tcp://0.0.0.0:10200", "where to listen: tcp://HOST:PORT, unix://PATH or stdio://",
@@ -234,8 +264,14 @@ SETTINGS: tuple[Setting, ...] = (
             "and emoji as words", "reply", flag="--no-normalize", addon=AddonOption("normalize_text")),
     Setting("decode_steps", int, None, "flow decode steps per frame (default 1)", "generation", minimum=1),
     Setting("eos_threshold", float, None, "end-of-speech threshold (default: the model's)", "generation"),
-    Setting("quantize", bool, False, "int8 dynamic quantization: faster, CPU only", "server",
-            addon=AddonOption("quantize")),
+    Setting("quantize", str, "auto",
+            "precision of the model's main layers: int8 (faster on most CPUs, a slightly different sound; "
+            "--quantize alone), float32 (--no-quantize), or auto: time both on this CPU at the first start "
+            "and keep the faster, remembered in the data dir (docs/precision.md)", "server",
+            field="precision", choices=PRECISIONS, const="int8", off_flag="--no-quantize", off_value="float32",
+            metavar="auto|int8|float32",
+            addon=AddonOption("precision", unset="auto",
+                              former=FormerOption("quantize", "bool?", {True: "int8"}))),
     Setting("threads", int, None, "torch threads (default: the engine decides)", "server", minimum=1,
             addon=AddonOption("threads", unset=0, maximum=64)),
     Setting("voice_cache_size", int, 8, "encoded voices kept in memory, all models together", "library", minimum=1,

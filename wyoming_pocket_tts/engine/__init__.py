@@ -29,8 +29,9 @@ from ..core import (
 
 if TYPE_CHECKING:
     from .catalog import catalog
-    from .loading import build_demo_model, build_model, load_model
+    from .loading import build_demo_model, build_model, load_model, quantize_model
     from .model import SpeechSession, TTSModel
+    from .precision import measure_precisions, runtime_identity
     from .voice import VoiceState
 
 # public name -> the submodule that defines it
@@ -39,6 +40,9 @@ _LAZY_EXPORTS = {
     "build_demo_model": "loading",
     "build_model": "loading",
     "load_model": "loading",
+    "quantize_model": "loading",
+    "measure_precisions": "precision",
+    "runtime_identity": "precision",
     "SpeechSession": "model",
     "TTSModel": "model",
     "VoiceState": "voice",

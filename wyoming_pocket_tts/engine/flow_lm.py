@@ -159,7 +159,12 @@ class SamplerHead(nn.Module):
 @dataclass
 class StepOutput:
     latent: torch.Tensor  # [B, 1, latent_dim]
-    eos_logit: float
+    eos_logits: torch.Tensor  # [B, 1]
+
+    @property
+    def eos_logit(self) -> float:
+        """The EOS logit of a one-row step."""
+        return float(self.eos_logits)
 
 
 class FlowLM(nn.Module):
@@ -224,7 +229,9 @@ class FlowLM(nn.Module):
         """One autoregressive step: the previous latent (None at the start) -> next latent.
 
         A `prompt` (text embeddings not yet in the caches) goes through the transformer in
-        the same pass: the first step then reads the weights once, not twice.
+        the same pass: the first step then reads the weights once, not twice. B rows step
+        at once given caches of batch B, `previous` [B, 1, latent_dim] and noise
+        [B, latent_dim] (the precision measurement times four).
         """
         if previous is None:
             previous = self.bos_emb.view(1, 1, -1)
@@ -235,6 +242,6 @@ class FlowLM(nn.Module):
         hidden = self.out_norm(hidden[:, -1])
         if self.z_proj is not None:
             hidden = self.z_proj(hidden)
-        eos_logit = float(self.out_eos(hidden))
+        eos_logits = self.out_eos(hidden)
         latent = self.sampler.sample(self.flow_net, hidden, noise, decode_steps)
-        return StepOutput(latent[:, None, :], eos_logit)
+        return StepOutput(latent[:, None, :], eos_logits)

@@ -21,7 +21,7 @@ from ..core.model_names import names_config_file
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
 from .network import PocketNetwork, load_weights, random_weights
-from .quantize import quantize_sampler_head, quantize_transformer
+from .quantize import QuantizedEngine, quantize_network
 from .tokenizer import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -65,12 +65,16 @@ def load_model(
             languages = (language,) if language else ()
         model = build_model(raw, name=name, hub=hub, base_dir=base_dir, voices=voices, languages=languages)
     if quantize:
-        count = quantize_transformer(model.network.flow_lm.transformer)
-        count += quantize_transformer(model.network.mimi.decoder_transformer.transformer)
-        count += quantize_sampler_head(model.network.flow_lm.flow_net)
-        logger.info("int8: quantized %d linears", count)
+        quantize_model(model)
     logger.info("model %s ready in %.1f s (id %s)", model.name, time.monotonic() - started, model.model_id)
     return model
+
+
+def quantize_model(model: TTSModel, engine: QuantizedEngine | None = None) -> None:
+    """Run the model's main layers in int8 from now on (see `quantize`), with `engine`'s
+    kernels (None: the machine's); before any request."""
+    count = quantize_network(model.network, engine)
+    logger.info("int8: quantized %d linears", count)
 
 
 def _read_custom_config(name_or_path: str, hub: HubAccess) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from torch import nn
 
 from .flow_lm import SamplerHead
 from .layers import Transformer
+from .network import PocketNetwork
 
 
 # The operator itself, looked up once: resolving `torch.ops.quantized.linear_dynamic` and
@@ -66,10 +67,17 @@ def engine_for(machine: str, supported: Sequence[str]) -> QuantizedEngine:
     """The quantized engine for `machine` (`platform.machine()`) among the `supported` ones
     (`torch.backends.quantized.supported_engines`). torch's default engine is not it: on
     aarch64 that default is "x86", whose packing raises "unknown architecure" there."""
-    for engine in _PREFERENCE.get(machine.lower(), (FBGEMM, QNNPACK)):
-        if engine.name in supported:
-            return engine
-    raise RuntimeError(f"no int8 engine for {machine} in this torch build (it has {list(supported)}); run without --quantize")
+    usable = engines_for(machine, supported)
+    if not usable:
+        raise RuntimeError(f"no int8 engine for {machine} in this torch build (it has {list(supported)}); "
+                           "run without --quantize")  # fmt: skip
+    return usable[0]
+
+
+def engines_for(machine: str, supported: Sequence[str]) -> tuple[QuantizedEngine, ...]:
+    """Every quantized engine that works on `machine` in this build, the preferred first
+    (x86 builds carry FBGEMM and QNNPACK; ARM ones list FBGEMM but cannot pack for it)."""
+    return tuple(engine for engine in _PREFERENCE.get(machine.lower(), (FBGEMM, QNNPACK)) if engine.name in supported)
 
 
 @contextmanager
@@ -104,22 +112,50 @@ class Int8Linear(nn.Module):
         return _LINEAR_DYNAMIC(x, self.packed, self.reduce_range)
 
 
-def quantize_transformer(transformer: Transformer) -> int:
-    """Swap a transformer's linears for int8 ones in place; returns how many."""
-    count = 0
+@dataclass(frozen=True)
+class Int8Slot:
+    """Where one float32 linear that int8 replaces sits: `owner`'s attribute `name`
+    (for an nn.Sequential, its index as a string)."""
+
+    owner: nn.Module
+    name: str
+
+    def get(self) -> nn.Module:
+        return getattr(self.owner, self.name)
+
+    def put(self, module: nn.Module) -> None:
+        setattr(self.owner, self.name, module)
+
+
+def _transformer_slots(transformer: Transformer) -> list[Int8Slot]:
+    slots = []
     for layer in transformer.layers:
-        for owner, attr in ((layer.self_attn, "in_proj"), (layer.self_attn, "out_proj"), (layer, "linear1"), (layer, "linear2")):
-            setattr(owner, attr, Int8Linear(getattr(owner, attr)))
-            count += 1
-    return count
+        slots += [Int8Slot(layer.self_attn, "in_proj"), Int8Slot(layer.self_attn, "out_proj"),
+                  Int8Slot(layer, "linear1"), Int8Slot(layer, "linear2")]  # fmt: skip
+    return slots
 
 
-def quantize_sampler_head(head: SamplerHead) -> int:
-    """Swap the sampler head's MLP linears and its stacked adaLN projection for int8
-    ones in place; returns how many."""
+def _sampler_head_slots(head: SamplerHead) -> list[Int8Slot]:
+    """The sampler head's MLP linears and its stacked adaLN projection."""
     if head.modulation is None:
         head.fuse_modulations()
-    head.modulation = Int8Linear(head.modulation)
+    slots = [Int8Slot(head, "modulation")]
     for block in head.res_blocks:
-        block.mlp[0], block.mlp[2] = Int8Linear(block.mlp[0]), Int8Linear(block.mlp[2])
-    return 1 + 2 * len(head.res_blocks)
+        slots += [Int8Slot(block.mlp, "0"), Int8Slot(block.mlp, "2")]
+    return slots
+
+
+def int8_slots(network: PocketNetwork) -> list[Int8Slot]:
+    """Every linear that int8 runs in int8 (see the module's docstring for which and why)."""
+    return (_transformer_slots(network.flow_lm.transformer)
+            + _transformer_slots(network.mimi.decoder_transformer.transformer)
+            + _sampler_head_slots(network.flow_lm.flow_net))  # fmt: skip
+
+
+def quantize_network(network: PocketNetwork, engine: QuantizedEngine | None = None) -> int:
+    """Swap the network's float32 linears for int8 ones in place, packed for `engine`
+    (None: the machine's, see `engine_for`); returns how many."""
+    slots = int8_slots(network)
+    for slot in slots:
+        slot.put(Int8Linear(slot.get(), engine))
+    return len(slots)

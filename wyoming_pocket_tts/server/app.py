@@ -43,6 +43,7 @@ from .connections import (
 from .handler import PocketTtsEventHandler
 from .model_facts import ModelFacts, is_custom_config, model_facts
 from .models import ModelEntry, model_label
+from .precision import PrecisionChooser
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, ReplyOptions, TtsService
 from .zeroconf import Announcement, announce
@@ -64,7 +65,8 @@ class ServerConfig:
     generation: GenerationOptions = GenerationOptions()
     reply: ReplyOptions = ReplyOptions()
     hf_token: str | None = None
-    quantize: bool = False
+    # --quantize: "auto" (measured, see server/precision.py), "int8" or "float32".
+    precision: str = default("quantize")
     threads: int | None = None
     # The language of the model's voices in `describe`; None: known or inferred (model_facts).
     language: str | None = None
@@ -136,24 +138,30 @@ def voice_previewer(config: ServerConfig, facts: ModelFacts, index: int = 0) -> 
 
 
 def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: int = 0,
-                 voice_cache: SharedVoiceCache | None = None) -> Backend:  # fmt: skip
+                 voice_cache: SharedVoiceCache | None = None,
+                 precision: PrecisionChooser | None = None) -> Backend:  # fmt: skip
     """Load model `index` (0: the default voice's) and build its voice library (runs in a
     loader thread).
 
     `languages` (from `model_facts`, which applies --language) are the voices' languages
     when given: the preview announced them, so the loaded list must say the same.
     `voice_cache` holds the voices in memory of every model of the server, bounded together
-    (None: this library's own)."""
-    from ..engine import load_model
+    (None: this library's own); `precision` decides each model's precision (None: one for
+    this call)."""
+    from ..engine import load_model, measure_precisions, quantize_model, runtime_identity
     from ..voices import VoiceLibrary
 
+    # In float32 first: --quantize auto times it before deciding (see server/precision.py).
     model = load_model(
         config.models[index],
         hf_token=config.hf_token,
-        quantize=config.quantize,
         threads=config.threads,
         cache_dir=model_cache_dir(config.data_dir),
     )
+    chooser = precision or PrecisionChooser(config.precision, config.data_dir)
+    if chooser.precision_for(model_label(config.models[index]), model.model_id, runtime_identity(),
+                             partial(measure_precisions, model)) == "int8":  # fmt: skip
+        quantize_model(model)
     cache = voice_cache.for_model(config.models[index]) if voice_cache is not None else None
     voices = VoiceLibrary(model, config.library_for(index), languages=languages or None, cache=cache)
     names = [voice.name for voice in voices.voices]
@@ -170,12 +178,12 @@ def load_backend(config: ServerConfig, languages: tuple[str, ...] = (), index: i
                    languages=languages or tuple(model.languages))  # fmt: skip
 
 
-def more_model_entries(config: ServerConfig, facts: list[ModelFacts],
-                       voice_cache: SharedVoiceCache) -> list[ModelEntry]:  # fmt: skip
+def more_model_entries(config: ServerConfig, facts: list[ModelFacts], voice_cache: SharedVoiceCache,
+                       precision: PrecisionChooser) -> list[ModelEntry]:  # fmt: skip
     """The models after the first, loaded when a request first needs one."""
     return [
         ModelEntry(name, facts[index].languages,
-                   partial(load_backend, config, facts[index].languages, index, voice_cache),
+                   partial(load_backend, config, facts[index].languages, index, voice_cache, precision),
                    voice_previewer(config, facts[index], index))
         for index, name in enumerate(config.models) if index > 0
     ]  # fmt: skip
@@ -306,11 +314,12 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     facts = all_facts[0] if all_facts else None
     # One bound on the voices in memory for the whole server, whichever models are loaded.
     voice_cache = SharedVoiceCache(config.library.cache_size, config.library.cache_mb)
+    precision = PrecisionChooser(config.precision, config.data_dir)
     service = TtsService(
         model_name=config.model,
-        loader=loader or partial(load_backend, config, facts.languages if facts else (), 0, voice_cache),
+        loader=loader or partial(load_backend, config, facts.languages if facts else (), 0, voice_cache, precision),
         previewer=None if facts is None else voice_previewer(config, facts),
-        more_models=more_model_entries(config, all_facts, voice_cache) if all_facts else (),
+        more_models=more_model_entries(config, all_facts, voice_cache, precision) if all_facts else (),
         max_loaded_models=config.max_loaded_models,
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,
