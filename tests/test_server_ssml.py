@@ -42,10 +42,6 @@ HELLO, HOW = "Hello there.", "How are you?"
 ROUNDING_STEPS = 2
 
 
-def run(coro):
-    return asyncio.run(coro)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> ServerProcess:
     folder = tmp_path_factory.mktemp("ssml")
@@ -72,14 +68,14 @@ def say(port: int, text: str, voice: str | None = None, text_format: str | None 
         language: str | None = None) -> np.ndarray:  # fmt: skip
     """The samples of a one-shot reply (`text_format` "ssml" for SSML)."""
     event = Synthesize(text=text, voice=_voice(voice, language), text_format=text_format).event()
-    return samples(run(_request(port, [event], "audio-stop")))
+    return samples(asyncio.run(_request(port, [event], "audio-stop")))
 
 
 def say_streamed(port: int, chunks: list[str], voice: str | None = None) -> np.ndarray:
     """The samples of a streamed SSML reply sent in `chunks`."""
     events = [SynthesizeStart(voice=_voice(voice), text_format="ssml").event(),
               *(SynthesizeChunk(text=chunk).event() for chunk in chunks), SynthesizeStop().event()]  # fmt: skip
-    response = run(_request(port, events, "synthesize-stopped"))
+    response = asyncio.run(_request(port, events, "synthesize-stopped"))
     assert response.types[-2:] == ["audio-stop", "synthesize-stopped"], response.types
     return samples(response)
 
@@ -229,7 +225,7 @@ def test_malformed_ssml_is_spoken_without_its_tags_with_one_warning(server) -> N
 
 def test_an_unknown_event_is_ignored_and_the_connection_serves_on(server) -> None:
     events = [Event(type="future-event", data={"anything": [1, 2, 3]}), Synthesize(text=HELLO).event()]
-    response = run(_request(server.port, events, "audio-stop"))
+    response = asyncio.run(_request(server.port, events, "audio-stop"))
     assert same(samples(response), say(server.port, HELLO))
 
 
@@ -287,5 +283,5 @@ def test_a_language_without_a_name_gets_the_default_voice_of_its_model(two_model
     assert same(say(port, HELLO, language="en"), say(port, HELLO, voice="papa"))
     events = [SynthesizeStart(voice=_voice(None, "de"), text_format="ssml").event(),
               SynthesizeChunk(text="<speak>Guten Tag.</speak>").event(), SynthesizeStop().event()]  # fmt: skip
-    streamed = samples(run(_request(port, events, "synthesize-stopped")))
+    streamed = samples(asyncio.run(_request(port, events, "synthesize-stopped")))
     assert same(streamed, say(port, "Guten Tag.", voice="oma"))

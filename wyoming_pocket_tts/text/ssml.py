@@ -167,28 +167,24 @@ class SsmlReader:
         spoken_later = sum(map(len, span.parts)) + span.splitter.pending_chars if span else 0
         return len(self._buffer) + spoken_later + (self._capture.chars if self._capture else 0)
 
-    @property
-    def malformed(self) -> bool:
-        return bool(self._problems)
-
     def add_chunk(self, chunk: str) -> Iterator[Segment]:
-        """Read more text; yield each segment that is now complete."""
+        """Read more text (at once, not as the result is iterated); the segments it completed."""
         self._buffer += chunk
         self._tokenize(final=False)
         self._feed_span()
-        yield from self._take()
+        return self._take()
 
     def finish(self) -> list[Segment]:
         """The end of the text: the segments still held back. Logs one warning if the
         SSML was malformed (it is still spoken, without its tags)."""
         self._tokenize(final=True)
         if self._capture is not None:
-            self._problem(f"<{self._capture.name}> is not closed")
+            self._problem(f"<{_short(self._capture.name)}> is not closed")
             self._close_capture()
         self._end_span()
         unclosed = [element.name for element in self._stack if element.name != "speak"]
         if unclosed:
-            self._problem(f"<{unclosed[-1]}> is not closed")
+            self._problem(f"<{_short(unclosed[-1])}> is not closed")
         self._stack.clear()
         if self._problems:
             _LOGGER.warning("Malformed SSML, spoken as text without its tags: %s", "; ".join(self._problems[:3]))
@@ -362,13 +358,13 @@ class SsmlReader:
         for index in range(len(self._stack) - 1, -1, -1):
             if self._stack[index].name == name:
                 if index != len(self._stack) - 1:
-                    self._problem(f"<{self._stack[-1].name}> is not closed")
+                    self._problem(f"<{_short(self._stack[-1].name)}> is not closed")
                 del self._stack[index:]
                 if name in _BOUNDARIES:
                     self._boundary()
                 return
         if name not in ("break", "mark"):
-            self._problem(f"</{name}> closes nothing")
+            self._problem(f"</{_short(name)}> closes nothing")
 
     def _close_capture(self) -> None:
         capture, self._capture = self._capture, None
@@ -457,6 +453,11 @@ class SsmlReader:
 
 
 _ANGLE = re.compile(r"[<>]")
+
+
+def _short(name: str) -> str:
+    """A tag name as the log quotes it (a tag may be 2,000 characters long)."""
+    return name if len(name) <= 40 else name[:40] + "…"
 
 
 def _attributes(text: str) -> dict[str, str]:
