@@ -285,3 +285,27 @@ def test_a_language_without_a_name_gets_the_default_voice_of_its_model(two_model
               SynthesizeChunk(text="<speak>Guten Tag.</speak>").event(), SynthesizeStop().event()]  # fmt: skip
     streamed = samples(asyncio.run(_request(port, events, "synthesize-stopped")))
     assert same(streamed, say(port, "Guten Tag.", voice="oma"))
+
+
+# -- the fake engine: what reaches the engine ------------------------------------------------
+
+
+def test_a_voice_that_cannot_be_made_is_spoken_in_the_requests_voice(tmp_path, caplog) -> None:
+    import logging
+
+    from server_fixtures import FakeModel, FakeVoices, fake_loader, inprocess_server
+
+    model = FakeModel(frame_delay=0.0)
+    text = '<speak>Hi there. <voice name="broken">How are you?</voice> <voice name="marius">Fine.</voice></speak>'
+
+    async def go() -> Response:
+        async with inprocess_server(fake_loader(model, FakeVoices(("alba", "marius", "broken"))), tmp_path) as port:
+            event = Synthesize(text=text, text_format="ssml").event()
+            return await _request(port, [event], "audio-stop")
+
+    with caplog.at_level(logging.WARNING):
+        response = asyncio.run(go())
+    assert response.error is None and response.audio
+    assert list(zip(model.log.texts, model.log.voices)) == [
+        ("Hi there.", "alba"), ("How are you?", "alba"), ("Fine.", "marius")]  # fmt: skip
+    assert "SSML voice 'broken' of model fake unavailable" in caplog.text

@@ -10,8 +10,8 @@ and rates they ask for, with its breaks as exact silence.
 * `<lang xml:lang>`: the request's voice if it speaks the language, else the first offered
   voice that does (another model's default voice: `TtsService.voice_for_language`), else
   the request's voice with that language's text rules;
-* an unknown voice name, or a voice that cannot be made, is spoken in the request's voice
-  (logged once per name).
+* an unknown voice name, a voice that cannot be made or a model that cannot load: the
+  request's voice speaks it (logged once).
 
 At most one model is held at a time (released before another is acquired), so that a reply
 moving between models cannot deadlock a server with `--max-loaded-models 1`.
@@ -34,6 +34,7 @@ import numpy as np
 from ..audio import MAX_LENGTH_SCALE, MIN_LENGTH_SCALE, ReplyAudio
 from ..core import ModelLike, SessionLike, TextError, VoiceError, VoiceStateLike
 from ..text.ssml import Pause, Segment, Speech
+from .loading import LoadFailed
 from .logsafe import clip
 from .models import ModelEntry, Route
 from .service import Backend, ReplyOptions, TtsService, VoiceSettings, language_match
@@ -92,7 +93,8 @@ class ReplyVoices:
 
     async def prepare(self, segment: Segment) -> None:
         """Make `segment`'s voice ready: acquire its model (releasing the one held), get
-        its state. A voice that cannot be made is replaced by the request's voice."""
+        its state. A voice that cannot be made, or whose model cannot load, is replaced by
+        the request's voice (the reply goes on)."""
         if self.ready(segment):
             return
         assert isinstance(segment, Speech)
@@ -105,12 +107,12 @@ class ReplyVoices:
                 self._entry = route.entry
             assert self._backend is not None
             name, state = await self._service.get_voice(self._backend, route.voice)
-        except VoiceError as err:
+        except (VoiceError, LoadFailed) as err:
             if route == self._request_route():
                 raise
             self._fallbacks.add((id(route.entry), route.voice))
-            _LOGGER.warning("SSML voice %s cannot be made (%s); spoken in the request's voice",
-                            clip(repr(route.voice)), clip(str(err), 200))  # fmt: skip
+            _LOGGER.warning("SSML voice %s of model %s unavailable (%s); spoken in the request's voice",
+                            clip(repr(route.voice)), route.entry.label, clip(str(err), 200))  # fmt: skip
             return await self.prepare(segment)
         self._voices[route.voice] = ReplyVoice(self._backend, name, state, self._backend.settings_for(name))
 
