@@ -145,6 +145,14 @@ def test_say_as_date_in_each_format_reads_as_the_same_date_in_words(date_format,
     assert segment.text == normalize("2027-03-14", language) and not re.search(r"\d", segment.text)
 
 
+def test_a_german_say_as_date_agrees_with_the_word_before_it() -> None:
+    date = '<say-as interpret-as="date" format="dmy">14.03.2027</say-as>'
+    assert texts(read(f"Wir sehen uns am {date}.", "de")) == [
+        "Wir sehen uns am vierzehnten März zweitausendsiebenundzwanzig."]  # fmt: skip
+    assert texts(read(f"Heute ist der {date}.", "de")) == ["Heute ist der vierzehnte März zweitausendsiebenundzwanzig."]
+    assert texts(read(f"{date}.", "de")) == [normalize("2027-03-14", "de") + "."]
+
+
 def test_say_as_partial_dates() -> None:
     def date(date_format: str, written: str) -> list[str]:
         return texts(read(f'<say-as interpret-as="date" format="{date_format}">{written}</say-as>'))

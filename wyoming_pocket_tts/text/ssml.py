@@ -136,6 +136,7 @@ class _Span:
     language: str
     splitter: SentenceSplitter
     parts: list[str] = field(default_factory=list)
+    tail: str = ""  # its last characters: the word a <say-as> after them agrees with
 
 
 class SsmlReader:
@@ -373,9 +374,10 @@ class SsmlReader:
         if capture.name == "sub":
             spoken = capture.attributes.get("alias", content)
         else:
-            language = self._language_of(capture.style)
-            spoken = say_as(content, capture.attributes.get("interpret-as", ""), language,
-                            capture.attributes.get("format"))  # fmt: skip
+            span = self._span
+            before = _WORD_BEFORE.search(span.tail) if span is not None and span.style == capture.style else None
+            spoken = say_as(content, capture.attributes.get("interpret-as", ""), self._language_of(capture.style),
+                            capture.attributes.get("format"), before.group(1) if before else "")  # fmt: skip
         self._spoken_text(spoken, capture.style)
 
     # -- text and spans ----------------------------------------------------------------
@@ -404,6 +406,7 @@ class SsmlReader:
             splitter = self._splitters.get(code) or self._splitters.setdefault(code, SentenceSplitter(code))
             span = self._span = _Span(style, language, splitter)
         span.parts.append(text)
+        span.tail = (span.tail + text)[-_TAIL_CHARS:]
 
     def _language_of(self, style: Style) -> str:
         if style.language:
@@ -453,6 +456,8 @@ class SsmlReader:
 
 
 _ANGLE = re.compile(r"[<>]")
+_TAIL_CHARS = 40
+_WORD_BEFORE = re.compile(r"(\w+)\s+\Z")
 
 
 def _short(name: str) -> str:
