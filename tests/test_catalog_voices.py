@@ -14,7 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from hub_fixtures import LocalHub
 from safetensors.torch import load_file, save_file
 from server_fixtures import REPO, describe, start_server_process, wait_port

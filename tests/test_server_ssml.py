@@ -13,7 +13,6 @@ another model speaks.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import numpy as np
 import pytest
