@@ -7,7 +7,10 @@ agents say, in all seven languages, with seeded random values. Reported, side by
 one run: normalize() on its first pass over the replies (number-word caches cold), on a
 second pass (caches warm, as in a running server), and the streamed path: SentenceSplitter
 against sentence_stream's SentenceBoundaryDetector over the same replies in 5-character
-chunks (their ratio; the splitter must not slow first audio).
+chunks (their ratio; the splitter must not slow first audio). SSML replies (the same
+replies wrapped in speak, s, break, prosody, voice, say-as and sub, as an LLM writes them)
+are read by SsmlReader and each segment normalised, as the server does: in one piece, and
+streamed in 5-character chunks.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sentence_stream import SentenceBoundaryDetector
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from wyoming_pocket_tts.text import SentenceSplitter, normalize  # noqa: E402
+from wyoming_pocket_tts.text.ssml import Speech, SsmlReader  # noqa: E402
 
 TEMPLATES: dict[str, list[str]] = {
     "en": ["It is {t} °C and cloudy.", "The time is {h12}:{mm} PM.", "Living Room Humidity is {p} %",
@@ -51,6 +55,38 @@ TEMPLATES: dict[str, list[str]] = {
     "es": ["Hace {tc} °C.", "Son las {h24}:{mm}.", "La humedad es {p} %", "La luz cuesta {moneyc} € hoy."],
     "nl": ["Het is {tc} °C.", "Het is {h24}:{mm}.", "De luchtvochtigheid is {p} %", "Stroom kost {moneyc} €."],
 }
+
+
+# How SSML wraps a reply ({reply}); {d}, {h24}, {mm} are drawn like the replies' values.
+SSML_TEMPLATES = [
+    "<speak>{reply}</speak>",
+    '<speak><p><s>{reply}</s><break time="400ms"/><s>OK.</s></p></speak>',
+    '<speak>{reply} <break strength="strong"/><prosody rate="slow">Take care.</prosody></speak>',
+    '<speak xml:lang="{language}">{reply} <say-as interpret-as="date" format="dmy">{d}.03.2027</say-as>, '
+    '<say-as interpret-as="time">{h24}:{mm}</say-as>.</speak>',
+    '<speak><voice name="alba">{reply}</voice> <sub alias="Home Assistant">HA</sub> '
+    '<say-as interpret-as="telephone">+49 30 {d}{mm}</say-as> <emphasis>now</emphasis>.</speak>',
+]
+
+
+def ssml_replies(made: list[tuple[str, str]], seed: int) -> list[tuple[str, str]]:
+    """Each reply in one of SSML_TEMPLATES (its markup characters escaped)."""
+    generator = random.Random(seed)
+    wrapped = []
+    for text, language in made:
+        escaped = text.replace("&", "&amp;").replace("<", "&lt;")
+        wrapped.append((generator.choice(SSML_TEMPLATES).format(
+            reply=escaped, language=language, d=generator.randint(1, 28), h24=generator.randint(0, 23),
+            mm=f"{generator.randint(0, 59):02d}"), language))
+    return wrapped
+
+
+def speak_ssml(text: str, language: str, chunk: int | None = None) -> list[str]:
+    """What the server does with an SSML reply before the engine: read it, normalise each segment."""
+    reader = SsmlReader(language)
+    step = chunk or len(text) or 1
+    segments = [s for start in range(0, len(text), step) for s in reader.add_chunk(text[start:start + step])]
+    return [normalize(s.text, s.language) for s in [*segments, *reader.finish()] if isinstance(s, Speech)]
 
 
 def replies(count: int, seed: int) -> list[tuple[str, str]]:
@@ -114,12 +150,18 @@ def main() -> None:
     warm = per_reply_us(normalize, made)
     ours = per_reply_us(split_ours, made)
     library = per_reply_us(split_library, made)
-    print(f"{len(made)} replies, {statistics.mean(len(text) for text, _ in made):.0f} characters on average")
+    wrapped = ssml_replies(made, args.seed)
+    ssml_whole = per_reply_us(speak_ssml, wrapped)
+    ssml_streamed = per_reply_us(lambda text, language: speak_ssml(text, language, chunk=5), wrapped)
+    print(f"{len(made)} replies, {statistics.mean(len(text) for text, _ in made):.0f} characters on average "
+          f"({statistics.mean(len(text) for text, _ in wrapped):.0f} as SSML)")
     print(f"{'':42s} {'wall median':>12s} {'wall p99':>10s} {'CPU median':>11s} {'CPU p99':>9s}  (µs)")
     for name, (wall, cpu) in (("normalize, first pass (caches cold)", cold),
                               ("normalize, second pass (caches warm)", warm),
                               ("SentenceSplitter, 5-char chunks", ours),
-                              ("sentence_stream detector, 5-char chunks", library)):
+                              ("sentence_stream detector, 5-char chunks", library),
+                              ("SSML read + normalize, one piece", ssml_whole),
+                              ("SSML read + normalize, 5-char chunks", ssml_streamed)):
         print(f"{name:42s} {statistics.median(wall):12.1f} {p99(wall):10.1f} "
               f"{statistics.median(cpu):11.1f} {p99(cpu):9.1f}")
     print(f"SentenceSplitter / sentence_stream CPU median ratio: "

@@ -160,10 +160,12 @@ class FakeSession:
         self._voice = voice
         self._cancel = cancel
 
-    def speak(self, text: str) -> Iterator[np.ndarray]:
+    def speak(self, text: str, voice: FakeVoiceState | None = None) -> Iterator[np.ndarray]:
         if not any(ch.isalnum() for ch in text):
             raise TextError("nothing pronounceable in the text")
-        return self._model._frames(text, self._voice, self._cancel)
+        if voice is not None and voice.model_id != self._model.model_id:
+            raise VoiceError(f"this voice was made for model {voice.model_id!r}")
+        return self._model._frames(text, voice or self._voice, self._cancel)
 
 
 class FakeVoices:

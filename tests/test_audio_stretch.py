@@ -160,6 +160,57 @@ def test_pause_at_one_is_exact_digital_silence(sentences):
     assert reply.finish().size == 0
 
 
+@pytest.mark.parametrize("length_scale", (1.0, 1.25, 0.8))
+def test_a_break_is_exact_silence_in_place_of_the_pause_between_sentences(sentences, length_scale):
+    """SSML <break>: exact zeros (not stretched) after the speech before it, stretched to
+    its end; the pause between sentences owed at the same place is not added."""
+    reply = ReplyAudio(SAMPLE_RATE, length_scale=length_scale, sentence_silence=0.5)
+    first = [chunk for chunk in reply.sentence(iter(frames_of(sentences[0])))]
+    reply.pause(0.7)
+    second = [chunk for chunk in reply.sentence(iter(frames_of(sentences[1])))]
+    out = np.concatenate(first + second + [reply.finish()])
+
+    _, first_alone = stretch_streamed(sentences[0], length_scale)
+    _, second_alone = stretch_streamed(sentences[1], length_scale)
+    gap = round(0.7 * SAMPLE_RATE)
+    assert np.array_equal(out, np.concatenate([first_alone, np.zeros(gap, np.float32), second_alone]))
+    assert len(first + second) == len(frames_of(sentences[0])) + len(frames_of(sentences[1]))
+
+
+def test_breaks_in_a_row_add_up_and_one_at_the_end_is_sent(sentences):
+    reply = ReplyAudio(SAMPLE_RATE)
+    start = [reply.frame(frame) for frame in frames_of(sentences[0])]
+    reply.pause(0.25)
+    reply.pause(0.5)
+    end = reply.finish()
+    assert np.array_equal(np.concatenate(start), sentences[0])
+    assert end.size == round(0.75 * SAMPLE_RATE) and not np.any(end)
+    reply.pause(100)
+    assert reply.finish().size == round(check_sentence_silence(10) * SAMPLE_RATE)  # capped
+
+
+def test_a_break_of_zero_removes_the_pause_between_sentences(sentences):
+    reply = ReplyAudio(SAMPLE_RATE, sentence_silence=0.5)
+    first = [chunk for chunk in reply.sentence(iter(frames_of(sentences[0])))]
+    reply.pause(0.0)  # <break strength="none"/>
+    second = [chunk for chunk in reply.sentence(iter(frames_of(sentences[1])))]
+    assert np.array_equal(np.concatenate(first + second), np.concatenate(sentences[:2]))
+
+
+def test_a_span_at_another_length_scale_changes_that_span_only(sentences):
+    """SSML <prosody rate>: each span is stretched on its own, to its own length."""
+    reply = ReplyAudio(SAMPLE_RATE, length_scale=1.0)
+    out = []
+    for sentence, length_scale in zip(sentences[:3], (1.0, 1.5, 1.0)):
+        reply.set_length_scale(length_scale)
+        out += reply.sentence(iter(frames_of(sentence)), starts_sentence=False)
+    out.append(reply.finish())
+    audio = np.concatenate(out)
+    _, slow = stretch_streamed(sentences[1], 1.5)
+    assert np.array_equal(audio, np.concatenate([sentences[0], slow, sentences[2]]))
+    assert reply.length_scale == 1.0
+
+
 def test_no_pause_before_the_first_sentence(sentences):
     reply = ReplyAudio(SAMPLE_RATE, sentence_silence=0.5)
     reply.sentence_boundary()

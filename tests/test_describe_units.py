@@ -28,7 +28,9 @@ from wyoming_pocket_tts.voices.config import VoiceLibraryConfig
 
 def test_facts_of_catalog_and_demo_models():
     german = model_facts("german")
-    assert german.predefined_voices == ("juergen",) and german.languages == ("de",)
+    # Every predefined voice of the release, the German recording first (the default).
+    assert german.predefined_voices[:3] == ("juergen", "alba", "marius") and len(german.predefined_voices) == 27
+    assert german.languages == ("de",)
     demo = model_facts("demo")
     assert demo.predefined_voices == ("demo",) and demo.languages == ("en",)
     assert model_facts("german", language="fr").languages == ("fr",)  # --language wins

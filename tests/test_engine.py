@@ -231,6 +231,35 @@ def test_session_continues_one_decoder_across_sentences(demo_model: TTSModel, vo
     assert abs(first[0][0]) < 1e-6 and abs(second[0][0]) > 0
 
 
+def test_another_voice_goes_on_in_the_same_session_and_decoder(demo_model: TTSModel, voice: VoiceState,
+                                                              tmp_path: Path) -> None:  # fmt: skip
+    """speak(text, voice): the other voice's latents through the session's running decoder,
+    exactly what a session in that voice gives after a decoder in the same state."""
+    import copy
+
+    def copied(decoder: Any) -> Any:  # its convolution memory is keyed by the modules themselves
+        return copy.deepcopy(decoder, memo={id(module): module for module in decoder.conv_memory})
+
+    other = demo_model.voice_from_recording(write_voice_recording(tmp_path / "other.wav", seed=5))
+    options = GenerationOptions(temperature=0.0, eos_threshold=1e9)
+    session = demo_model.session(voice, options)
+    first = np.concatenate(list(session.speak("Hello there.")))
+    decoder_after_first = copied(session.decoder)
+    switched = np.concatenate(list(session.speak("How are you?", other)))
+    back = np.concatenate(list(session.speak("Fine.")))  # None: the session's own voice again
+
+    reference = demo_model.session(other, options)
+    reference.decoder = copied(decoder_after_first)
+    np.testing.assert_array_equal(switched, np.concatenate(list(reference.speak("How are you?"))))
+    in_first_voice = demo_model.session(voice, options)
+    in_first_voice.decoder = decoder_after_first
+    assert not np.allclose(switched, np.concatenate(list(in_first_voice.speak("How are you?"))), atol=1e-3)
+    np.testing.assert_array_equal(first, np.concatenate(list(demo_model.session(voice, options).speak("Hello there."))))
+    assert back.size and session.decoder.frames_decoded == (first.size + switched.size + back.size) // 1920
+    with pytest.raises(VoiceError, match="made for model"):
+        session.speak("Hi.", build_demo_model(seed=1).voice_from_recording(tmp_path / "other.wav"))
+
+
 @pytest.mark.parametrize("text", ["", "   ", "?!... ,;", "\n"])
 def test_unpronounceable_text_is_refused(demo_model: TTSModel, voice: VoiceState, text: str) -> None:
     with pytest.raises(TextError):

@@ -139,6 +139,9 @@ VALID_EVENTS: list[dict] = [
 ]
 WRONG_VALUES: list[object] = [None, 0, -1, 1.5, True, "", "x", [], [1, "a"], {}, {"a": {"b": None}}, 10**30]
 MUTABLE_FIELDS = ["type", "data", "data_length", "payload_length"]
+# An event of a type the server does not know is dropped (newer clients may send them):
+# after one, this invalid line is what must get the error.
+UNKNOWN_TYPE_TAIL = b"{not json\n"
 
 
 def wire(header: dict, data: dict | None = None, payload: bytes = b"") -> bytes:
@@ -178,7 +181,8 @@ def mistyped(rng: random.Random) -> bytes:
             header["payload_length"] = -abs(header["payload_length"]) - 1
         if header["type"] == "synthesize" and isinstance(header.get("data"), dict):
             header["data"] = {"text": rng.choice([v for v in WRONG_VALUES if not isinstance(v, str)])}
-        return json.dumps(header).encode() + b"\n"
+        # A type we do not know ("x") is dropped, not an error: the tail keeps the case malformed.
+        return json.dumps(header).encode() + b"\n" + UNKNOWN_TYPE_TAIL
     if choice == 1:  # a request field of the wrong type
         voice = rng.choice([v for v in WRONG_VALUES if not isinstance(v, dict) and v is not None])
         return wire({"type": rng.choice(["synthesize", "synthesize-start"])}, {"text": "Hi.", "voice": voice})
@@ -190,7 +194,7 @@ def mistyped(rng: random.Random) -> bytes:
         wire({"type": "synthesize-chunk"}, {"text": "Hi"}),
         wire({"type": "synthesize-stop"}),
         wire({"type": "synthesize-start"}) + wire({"type": "synthesize-start"}),
-        wire({"type": "".join(rng.choices("abcxyz-", k=rng.randint(1, 30))) + "!"}),
+        wire({"type": "".join(rng.choices("abcxyz-", k=rng.randint(1, 30))) + "!"}) + UNKNOWN_TYPE_TAIL,
         wire({"type": "synthesize"}, {"text": " " * rng.randint(0, 20)}),
     ])  # fmt: skip
 
@@ -211,7 +215,8 @@ def bad_unicode(rng: random.Random) -> bytes:
         b'{"type": "synthesize", "data": {"text": "' + junk + b'"}}\n',
         json.dumps({"type": "synthesize", "data_length": 20}).encode() + b"\n"
         + (b'{"text": "' + junk).ljust(20, b"\xff"),
-        b'{"type": "\\ud800x", "data": {"text": "\\udfff"}}\n',  # surrogates: replaced, the type is then unknown
+        # Surrogates: replaced; the type is then unknown and dropped (the tail is the error).
+        b'{"type": "\\ud800x", "data": {"text": "\\udfff"}}\n' + UNKNOWN_TYPE_TAIL,
         b'{"type": "synthesize-chunk", "data": {"text": "\\udc00\\ud800"}}\n',  # replaced; no stream open
     ])  # fmt: skip
 

@@ -19,7 +19,7 @@ from engine_fixtures import local_architecture, write_voice_recording
 from server_fixtures import ServerProcess, describe, one_shot, start_server_process
 from wyoming.info import Info
 
-from wyoming_pocket_tts.engine.catalog import ENGLISH_VOICES
+from wyoming_pocket_tts.engine.catalog import catalog
 
 
 def run(coro):
@@ -149,7 +149,7 @@ def test_catalog_model_that_cannot_download_lists_its_voices_and_fails_requests(
     assert "model not available" in response.error and "could not download" in response.error
     assert "\n" not in response.error
     assert waited < 20, log  # well before the ~25 s of retries a network failure costs
-    expected = [("grandma", ["en"])] + [(name, ["en"]) for name in ENGLISH_VOICES]
+    expected = [("grandma", ["en"])] + [(name, ["en"]) for name in catalog()["english"].voices]
     assert answers
     for info in answers:
         assert voices_of(info) == expected

@@ -7,6 +7,12 @@ The pause is owed, not sent, at a sentence boundary: it goes out in front of the
 sentence's first frame, in the same chunk. So a reply never ends on a pause (a streamed
 reply does not know its last sentence until the text stream ends), a skipped sentence
 does not make a double pause, and every model frame still makes exactly one chunk.
+
+SSML adds two things (`text/ssml.py`): a `<break>` is owed the same way but is exact digital
+silence, not stretched (the speech before it is stretched to its end first), and replaces
+the pause between sentences where both fall; and `<prosody rate>` changes the length scale
+for a span, which ends the stretch of the span before (the same flush, owed as well) and
+starts a new one.
 """
 
 from __future__ import annotations
@@ -54,6 +60,10 @@ class ReplyAudio:
         self._stretcher = TimeStretcher(length_scale, sample_rate)
         self._audio_sent = False  # no pause before the first sentence
         self._pause_owed = False
+        # An SSML <break> (seconds of exact silence) and the stretched audio that must go
+        # out before it or before a change of length scale; both go in front of the next frame.
+        self._break_owed: float | None = None
+        self._owed_audio: list[np.ndarray] = []
 
     @property
     def length_scale(self) -> float:
@@ -65,20 +75,47 @@ class ReplyAudio:
         if self._audio_sent and self.sentence_silence > 0:
             self._pause_owed = True
 
+    def pause(self, seconds: float) -> None:
+        """An explicit pause (SSML <break>): exactly ``seconds`` of zeros before the next
+        frame, in place of a pause between sentences there; pauses in a row add up (to at
+        most MAX_SENTENCE_SILENCE_SECONDS). Unlike that pause, it is sent at the end too."""
+        owed = (self._break_owed or 0.0) + max(0.0, float(seconds))
+        self._break_owed = min(owed, MAX_SENTENCE_SILENCE_SECONDS)
+        self._owed_audio.append(self._stretcher.flush())  # the speech before ends, unstretched silence follows
+
+    def set_length_scale(self, length_scale: float) -> None:
+        """The length scale from the next frame on (SSML <prosody rate>, or another voice's
+        rate): the current stretch is ended (its rest goes before the next frame)."""
+        if length_scale != self._stretcher.length_scale:
+            self._owed_audio.append(self._stretcher.flush())
+            self._stretcher = TimeStretcher(length_scale, self.sample_rate)
+
     def frame(self, samples: np.ndarray) -> np.ndarray:
+        owed = self._take_owed()
         if self._pause_owed:
             self._pause_owed = False
             # The pause goes in before the frame: through the stretcher, order matters.
-            out = np.concatenate([self._pause(), self._stretcher.process(samples)])
-        else:
-            out = self._stretcher.process(samples)
+            owed.append(self._pause())
+        owed.append(self._stretcher.process(samples))
         self._audio_sent = True
-        return out
+        return owed[0] if len(owed) == 1 else np.concatenate(owed)
 
-    def sentence(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+    def _take_owed(self) -> list[np.ndarray]:
+        """What goes out before the next frame's audio: the ended stretches, and a break
+        (which cancels the pause between sentences owed at the same place)."""
+        owed, self._owed_audio = [audio for audio in self._owed_audio if audio.size], []
+        if self._break_owed is not None:
+            owed.append(np.zeros(round(self._break_owed * self.sample_rate), dtype=np.float32))
+            self._break_owed = None
+            self._pause_owed = False
+        return owed
+
+    def sentence(self, frames: Iterable[np.ndarray], starts_sentence: bool = True) -> Iterator[np.ndarray]:
         """One sentence's frames, shaped; closing this closes ``frames`` too (so an engine
-        iterator frees its state at once when the handler stops early)."""
-        self.sentence_boundary()
+        iterator frees its state at once when the handler stops early). ``starts_sentence``
+        False: the frames go on with the sentence before (no pause between them)."""
+        if starts_sentence:
+            self.sentence_boundary()
         try:
             for samples in frames:
                 yield self.frame(samples)
@@ -88,9 +125,11 @@ class ReplyAudio:
                 close()
 
     def finish(self) -> np.ndarray:
-        """The end of the reply; an owed pause is dropped (none after the last sentence)."""
+        """The end of the reply; an owed pause is dropped (none after the last sentence),
+        an owed break is not (the client asked for it)."""
         self._pause_owed = False
-        return self._stretcher.flush()
+        # What is owed was flushed before: the stretcher has taken nothing since.
+        return np.concatenate([*self._take_owed(), self._stretcher.flush()])
 
     def _pause(self) -> np.ndarray:
         if self._stretcher.passthrough:

@@ -35,10 +35,11 @@ class SessionLike(Protocol):
     """One response spoken sentence by sentence; its decoder state carries across them.
 
     Raises TextError for text with nothing to say; stops within a frame once the cancel
-    event given to `ModelLike.session` is set.
+    event given to `ModelLike.session` is set. `voice`: another voice of the same model for
+    this text (None: the session's own); VoiceError for a voice of another model.
     """
 
-    def speak(self, text: str) -> Iterator[np.ndarray]: ...
+    def speak(self, text: str, voice: Any = None) -> Iterator[np.ndarray]: ...
 
 
 @runtime_checkable

@@ -171,9 +171,13 @@ class TTSModel:
     # -- speech ------------------------------------------------------------------------
     def session(self, voice: VoiceState, options: GenerationOptions = GenerationOptions(),
                 cancel: threading.Event | None = None) -> SpeechSession:
+        return SpeechSession(self, self.check_voice(voice), options, cancel or threading.Event())
+
+    def check_voice(self, voice: VoiceState) -> VoiceState:
+        """`voice`, or a VoiceError if it was made for another model."""
         if voice.model_id != self.model_id:
             raise VoiceError(f"this voice was made for model {voice.model_id!r}, not {self.model_id!r}")
-        return SpeechSession(self, voice, options, cancel or threading.Event())
+        return voice
 
     def synthesize(self, text: str, voice: VoiceState, options: GenerationOptions = GenerationOptions(),
                    cancel: threading.Event | None = None) -> Iterator[np.ndarray]:
@@ -214,17 +218,21 @@ class SpeechSession:
         self.decoder = model.network.mimi.new_decoder_state()
         self._flow_lm = FlowLMThread(owner=self)
 
-    def speak(self, text: str) -> Iterator[np.ndarray]:
+    def speak(self, text: str, voice: VoiceState | None = None) -> Iterator[np.ndarray]:
+        """`text` in `voice` (None: the session's own), continuing the same decoder: another
+        voice within a reply (SSML <voice>) joins as seamlessly as the next sentence."""
+        voice = self.voice if voice is None else self.model.check_voice(voice)
         chunks = self.model.chunk_text(text, self.options.max_tokens_per_chunk)
-        return self.speak_chunks(chunks, fresh_decoder_per_chunk=False)
+        return self.speak_chunks(chunks, fresh_decoder_per_chunk=False, voice=voice)
 
-    def speak_chunks(self, chunks: list[str], fresh_decoder_per_chunk: bool) -> Iterator[np.ndarray]:
+    def speak_chunks(self, chunks: list[str], fresh_decoder_per_chunk: bool,
+                     voice: VoiceState | None = None) -> Iterator[np.ndarray]:  # fmt: skip
         for chunk in chunks:
             if self.cancel.is_set():
                 return
             if fresh_decoder_per_chunk:
                 self.decoder = self.model.network.mimi.new_decoder_state()
-            yield from self._speak_chunk(chunk)
+            yield from self._speak_chunk(chunk, voice or self.voice)
 
     def _frames_after_eos(self, guess: int) -> int:
         recommended = self.model.config.model_recommended_frames_after_eos
@@ -236,9 +244,9 @@ class SpeechSession:
             noise.normal_(0.0, self.temperature**0.5, generator=self.generator)
         return noise
 
-    def _speak_chunk(self, chunk: str) -> Iterator[np.ndarray]:
+    def _speak_chunk(self, chunk: str, voice: VoiceState) -> Iterator[np.ndarray]:
         stop = threading.Event()
-        latents = self._latents(self._plan(chunk), stop)
+        latents = self._latents(self._plan(chunk), stop, voice)
         for audio in chunk_audio(latents, stop, self._decode_group, self._flow_lm, self.model.threads, self.cancel):
             yield from self._frames(audio)
 
@@ -248,11 +256,11 @@ class SpeechSession:
         max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * self.model.network.mimi.frame_rate)
         return ChunkPlan(ids, max_frames, self._frames_after_eos(prepared.frames_after_eos))
 
-    def _latents(self, plan: ChunkPlan, stop: threading.Event) -> Iterator[torch.Tensor]:
+    def _latents(self, plan: ChunkPlan, stop: threading.Event, voice: VoiceState) -> Iterator[torch.Tensor]:
         """The chunk's latents, one per frame, until end of speech, the cap, or a stop."""
         flow_lm = self.model.network.flow_lm
         with inference():
-            caches = flow_lm.transformer.new_caches(list(self.voice.layers), capacity=len(plan.ids) + plan.max_frames)
+            caches = flow_lm.transformer.new_caches(list(voice.layers), capacity=len(plan.ids) + plan.max_frames)
             prompt: torch.Tensor | None = flow_lm.embed_text(torch.tensor([plan.ids]))  # read with the first step
         previous: torch.Tensor | None = None
         eos_frame: int | None = None

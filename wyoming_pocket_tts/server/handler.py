@@ -25,7 +25,11 @@ What one connection may cost is bounded:
 
 Any protocol violation or failed synthesis ends the connection the same way: an `error`
 event with a readable text, then the socket closes (Home Assistant ignores `error` events
-but stops reading at the close). Nothing escapes to the server.
+but stops reading at the close). Nothing escapes to the server. An event type we do not
+know is dropped (the wyoming library asks servers to, so that clients can add events).
+
+A request with `text_format: ssml` (or a one-shot text that starts with `<speak`) is read
+as SSML (`text/ssml.py`) and spoken by `_respond_ssml` (`ssml_reply.py`).
 """
 
 from __future__ import annotations
@@ -58,11 +62,13 @@ from ..audio import ReplyAudio
 from ..core import EngineError, SessionLike, TextError, VoiceError
 from ..settings import default
 from ..text import SentenceSplitter, normalize
+from ..text.ssml import Pause, Segment, SsmlReader
 from .logsafe import clip
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot, SlotBusy
 from .loading import LoadFailed, error_text
 from .service import Backend, ReplyOptions, TtsService
+from .ssml_reply import ReplySpeaker, ReplyVoices
 from .synthesis import FrameIterator, stream_pcm, to_pcm16
 
 _LOGGER = logging.getLogger(__name__)
@@ -103,8 +109,31 @@ class _TextStream:
     voice_name: str | None
     # Knows the language's abbreviations, ordinals and list markers ("am 3. März", "1. Milk").
     splitter: SentenceSplitter
-    sentences: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    # The sentences (SSML: the segments) ready to speak; None ends them.
+    sentences: asyncio.Queue[str | Segment | None] = field(default_factory=asyncio.Queue)
     chars: int = 0
+    # Reads the text as SSML (`text_format: ssml`); it has a splitter per span of its own.
+    ssml: SsmlReader | None = None
+
+    def add(self, text: str) -> None:
+        """More text: its complete sentences (or SSML segments) go to the queue."""
+        self.chars += len(text)
+        for piece in (self.ssml or self.splitter).add_chunk(text):
+            self.sentences.put_nowait(piece)
+
+    @property
+    def pending_chars(self) -> int:
+        return (self.ssml or self.splitter).pending_chars
+
+    def end(self) -> None:
+        """The text is complete: what was held back goes to the queue, then the end."""
+        if self.ssml is not None:
+            rest: list[str | Segment] = [*self.ssml.finish()]
+        else:
+            rest = [sentence] if (sentence := self.splitter.finish()) else []
+        for piece in rest:
+            self.sentences.put_nowait(piece)
+        self.sentences.put_nowait(None)
 
 
 @dataclass
@@ -316,39 +345,47 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 raise RequestError(
                     f"the text has {len(text)} characters; at most {MAX_REQUEST_CHARS} are spoken at once"
                 )
-            voice_name = _voice_name(event)
+            voice_name = self._requested_voice(event)
             self._check_queue()
             request_id = self._service.next_request_id()
+            ssml = _is_ssml(event, text)
             _LOGGER.info(
-                "Request %d from %s: one-shot, %d characters, voice %s",
-                request_id, self._peer, len(text), clip(voice_name or "(default)"),
+                "Request %d from %s: one-shot%s, %d characters, voice %s",
+                request_id, self._peer, " SSML" if ssml else "", len(text), clip(voice_name or "(default)"),
             )  # fmt: skip
-            self._start_response(lambda: self._respond_one_shot(request_id, text, voice_name))
+            if ssml:
+                self._start_response(lambda: self._respond_ssml(request_id, self._read_ssml(text, voice_name),
+                                                                voice_name))  # fmt: skip
+            else:
+                self._start_response(lambda: self._respond_one_shot(request_id, text, voice_name))
             return True
 
         if SynthesizeStart.is_type(event.type):
             if self._stream is not None:
                 raise RequestError("synthesize-start received while a streamed request is open")
             self._check_queue()
-            voice_name = _voice_name(event)
+            voice_name = self._requested_voice(event)
             # The language of the voice's model (every language's rules if not known yet).
             splitter = SentenceSplitter(self._service.text_language(voice_name))
             stream = _TextStream(self._service.next_request_id(), voice_name, splitter)
+            if _is_ssml(event, None):
+                stream.ssml = self._ssml_reader(voice_name)
             _LOGGER.info(
-                "Request %d from %s: streamed, voice %s",
-                stream.request_id, self._peer, clip(stream.voice_name or "(default)"),
+                "Request %d from %s: streamed%s, voice %s",
+                stream.request_id, self._peer, " SSML" if stream.ssml else "", clip(stream.voice_name or "(default)"),
             )  # fmt: skip
             self._stream = stream
-            self._start_response(lambda: self._respond_streamed(stream))
+            if stream.ssml is not None:
+                self._start_response(lambda: self._respond_ssml(stream.request_id, stream.sentences, voice_name,
+                                                                streamed=True))  # fmt: skip
+            else:
+                self._start_response(lambda: self._respond_streamed(stream))
             return True
 
         if SynthesizeChunk.is_type(event.type):
             stream = self._require_stream("synthesize-chunk")
-            text = _text_field(event, "synthesize-chunk")
-            stream.chars += len(text)
-            for sentence in stream.splitter.add_chunk(text):
-                stream.sentences.put_nowait(sentence)
-            if stream.splitter.pending_chars > MAX_PENDING_TEXT_CHARS:
+            stream.add(_text_field(event, "synthesize-chunk"))
+            if stream.pending_chars > MAX_PENDING_TEXT_CHARS:
                 raise RequestError(
                     f"streamed text has no sentence end in {MAX_PENDING_TEXT_CHARS} characters"
                 )
@@ -357,10 +394,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         if SynthesizeStop.is_type(event.type):
             stream = self._require_stream("synthesize-stop")
             _LOGGER.debug("Request %d: text complete, %d characters", stream.request_id, stream.chars)
-            rest = stream.splitter.finish()
-            if rest:
-                stream.sentences.put_nowait(rest)
-            stream.sentences.put_nowait(None)
+            stream.end()
             self._stream = None
             return True
 
@@ -372,7 +406,37 @@ class PocketTtsEventHandler(AsyncEventHandler):
             # We serve a single program; clients such as wyoming-bench may still select it.
             return True
 
-        raise RequestError(f"unknown event type: {event.type!r}")
+        # Servers drop events they do not know, so that newer clients can add events; it
+        # was read within the limits like any other (protocol.read_event).
+        _LOGGER.debug("Client %s: ignoring an event of unknown type %s", self._peer, clip(repr(event.type)))
+        return True
+
+    def _requested_voice(self, event: Event) -> str | None:
+        """The voice a request names; for one that gives only a language, that language's
+        voice (TtsService.voice_for_language); None: the default voice."""
+        name = _voice_name(event)
+        language = _voice_language(event)
+        if name is None and language is not None:
+            name = self._service.voice_for_language(language)
+            _LOGGER.debug("Client %s asks for language %s: voice %s", self._peer, clip(repr(language)),
+                          clip(name or "(default)"))  # fmt: skip
+        return name
+
+    def _ssml_reader(self, voice_name: str | None) -> SsmlReader:
+        """An SSML reader with the request's voice's language (say-as, sentence ends) and
+        the languages of the voices it may switch to."""
+        languages = self._service.voice_languages(voice_name)
+        first = self._service.text_language(voice_name) or (languages[0] if languages else "en")
+        return SsmlReader(first, lambda name: next(iter(self._service.voice_languages(name)), None))
+
+    def _read_ssml(self, text: str, voice_name: str | None) -> asyncio.Queue[str | Segment | None]:
+        """A one-shot SSML text's segments, queued as a stream's would be."""
+        reader = self._ssml_reader(voice_name)
+        segments: asyncio.Queue[str | Segment | None] = asyncio.Queue()
+        for segment in [*reader.add_chunk(text), *reader.finish()]:
+            segments.put_nowait(segment)
+        segments.put_nowait(None)
+        return segments
 
     def _require_stream(self, event_type: str) -> _TextStream:
         if self._stream is None:
@@ -521,6 +585,56 @@ class PocketTtsEventHandler(AsyncEventHandler):
         await self.write_event(SynthesizeStopped().event())
         self._log_done(stream.request_id, resolved, backend, timing)
 
+    async def _respond_ssml(self, request_id: int, segments: asyncio.Queue[str | Segment | None],
+                            voice_name: str | None, streamed: bool = False) -> None:  # fmt: skip
+        """Speak SSML segments (one-shot: all queued; streamed: as they are read) in the
+        voices, rates and breaks they ask for. Like a streamed reply, it keeps its scheduler
+        slot while segments are ready, gives it up while it waits for text, and makes a
+        model or a voice ready outside it."""
+        timing = _Timing()
+        voices = ReplyVoices(self._service, voice_name)
+        cancel = threading.Event()
+        try:
+            speaker = ReplySpeaker(await voices.start(), cancel, _spoken)
+            segment = _segment(await segments.get())
+            while segment is not None:
+                await voices.prepare(segment)
+                wait = (Priority.CONTINUATION, None) if timing.frames else (Priority.NEW, self._slot_wait)
+                waiting = False
+                async with self._service.scheduler.slot(*wait) as slot:
+                    while segment is not None and voices.ready(segment):
+                        await self._speak_segment(request_id, voices, speaker, segment, cancel, timing, slot)
+                        if segments.empty():
+                            waiting = True
+                            break
+                        segment = _segment(segments.get_nowait())
+                if waiting:
+                    segment = _segment(await segments.get())
+        finally:
+            cancel.set()
+            voices.release()
+        if timing.frames == 0:
+            raise RequestError("empty text: nothing to synthesize in the SSML")
+        assert voices.request is not None
+        await self._send_audio(voices.request.backend, speaker.finish(), timing)
+        await self.write_event(AudioStop().event())
+        if streamed:
+            await self.write_event(SynthesizeStopped().event())
+        self._log_done(request_id, voices.request.name, voices.request.backend, timing)
+
+    async def _speak_segment(self, request_id: int, voices: ReplyVoices, speaker: ReplySpeaker, segment: Segment,
+                             cancel: threading.Event, timing: _Timing, slot: Slot) -> None:  # fmt: skip
+        if isinstance(segment, Pause):
+            speaker.pause(segment)
+            return
+        _LOGGER.debug("Request %d: SSML %s", request_id, clip(repr(segment)))
+        voice = voices.voice_for(segment)
+        try:
+            await self._send_frames(voice.backend, speaker.frames(segment, voice), cancel, timing, slot)
+        except TextError as err:
+            # One unpronounceable piece ("---") must not end the reply.
+            _LOGGER.warning("Request %d: skipping an SSML segment: %s", request_id, clip(error_text(err), 200))
+
     async def _send_frames(
         self,
         backend: Backend,
@@ -621,11 +735,37 @@ def _by_sentence(shaper: ReplyAudio, session: SessionLike, sentences: Iterable[s
         yield from shaper.sentence(session.speak(sentence))
 
 
+def _segment(item: str | Segment | None) -> Segment | None:
+    """An SSML request's queue item (its stream's queue holds segments only)."""
+    assert not isinstance(item, str)
+    return item
+
+
+def _is_ssml(event: Event, text: str | None) -> bool:
+    """Whether a request's text is SSML: `text_format: ssml` (wyoming 1.10), or a one-shot
+    text starting with <speak> from a client that sends no text format."""
+    text_format = event.data.get("text_format")
+    if text_format is None and text is not None:
+        return text.lstrip().startswith("<speak")
+    return text_format == "ssml"
+
+
 def _text_field(event: Event, event_type: str) -> str:
     text = event.data.get("text")
     if not isinstance(text, str):
         raise RequestError(f'malformed {event_type}: "text" must be a string')
     return text
+
+
+def _voice_language(event: Event) -> str | None:
+    """The language a request's voice asks for (a client may give one and no name)."""
+    voice = event.data.get("voice")
+    language = voice.get("language") if isinstance(voice, dict) else None
+    if language is None or (isinstance(language, str) and not language.strip()):
+        return None
+    if not isinstance(language, str):
+        raise RequestError('malformed request: "voice.language" must be a string')
+    return language.strip()
 
 
 def _voice_name(event: Event) -> str | None:

@@ -13,7 +13,11 @@ busy), and unloading hands the memory back to the system (`release_memory`).
 Voice names are unique across the server by one rule (`advertise`): the first model's voices
 keep their names, and a later model's voice whose name (ignoring case) is already taken is
 offered as `name (label)`, its model's short label in brackets, e.g. `juergen (german_24l)`.
-The same names are what requests and the voices file's `default:` use.
+Except that a predefined voice on a model of another language than the one it was recorded
+in gives way: every model offers all 27 predefined voices, and with `--model english
+--model german` the German model's own `juergen` is `juergen`, the English model's
+`juergen (english)` (and `alba (german)` the German model's alba). The same names are what
+requests and the voices file's `default:` use.
 
 Imports no torch; all methods run on the event loop except the blocking ones named so.
 """
@@ -32,6 +36,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from ..core import VoiceInfo, names_config_file
+from ..engine.catalog import native_language
 from .loading import LoadTrouble, load_failure, load_watched
 
 if TYPE_CHECKING:
@@ -100,22 +105,32 @@ class Route:
 def advertise(entries: Sequence[ModelEntry]) -> tuple[list[VoiceInfo], dict[str, Route]]:
     """Every model's voices under server-unique names (see the module docstring), in model
     order (so the default voice stays first), and the route of each name, keyed lower-case."""
+    listed = [(entry, voice) for entry in entries for voice in entry.voices]
+    # Who keeps a name several voices have: the first that does not give way (model order).
+    owners: dict[str, int] = {}
+    for index in sorted(range(len(listed)), key=lambda index: _gives_way(listed[index][1])):
+        owners.setdefault(listed[index][1].name.lower(), index)
     advertised: list[VoiceInfo] = []
     routes: dict[str, Route] = {}
-    for entry in entries:
-        for voice in entry.voices:
-            name = voice.name
-            if name.lower() in routes:
-                name = f"{voice.name} ({entry.label})"
-                if name.lower() in routes:
-                    continue  # the same model listed twice is refused by the command line
-            routes[name.lower()] = Route(entry, voice.name)
-            if name != voice.name:
-                # Home Assistant's voice picker shows the description, not the name: without
-                # the label, two models of one language would show the same voice twice.
-                voice = replace(voice, name=name, description=f"{voice.description or voice.name} ({entry.label})")
-            advertised.append(voice)
+    for index, (entry, voice) in enumerate(listed):
+        name = voice.name
+        if owners[name.lower()] != index:
+            name = f"{voice.name} ({entry.label})"
+            if name.lower() in routes or name.lower() in owners:
+                continue  # the same model listed twice is refused by the command line
+        routes[name.lower()] = Route(entry, voice.name)
+        if name != voice.name:
+            # Home Assistant's voice picker shows the description, not the name: without
+            # the label, two models of one language would show the same voice twice.
+            voice = replace(voice, name=name, description=f"{voice.description or voice.name} ({entry.label})")
+        advertised.append(voice)
     return advertised, routes
+
+
+def _gives_way(voice: VoiceInfo) -> bool:
+    """A predefined voice spoken by a model of another language than its recording's."""
+    native = native_language(voice.name)
+    return voice.kind == "predefined" and native is not None and native not in voice.languages
 
 
 def release_memory() -> None:

@@ -102,6 +102,17 @@ def _own_settings(voice: VoiceInfo | None, scope: Scope) -> dict[str, Any]:
     return {s.field_name: voice.settings[s.name] for s in chosen if s.scope == scope}
 
 
+def language_match(wanted: str, offered: str) -> int:
+    """How well language `offered` serves a request for `wanted`: 2 the same ("de-de" for
+    "de_DE"), 1 the same language ("de" for "de-AT"), 0 another."""
+    wanted_tag, offered_tag = (code.strip().replace("_", "-").lower() for code in (wanted, offered))
+    if not wanted_tag or not offered_tag:
+        return 0
+    if wanted_tag == offered_tag:
+        return 2
+    return 1 if wanted_tag.split("-")[0] == offered_tag.split("-")[0] else 0
+
+
 Loader = Callable[[], Backend]
 # Runs in a synthesis worker: (backend, default voice, cancel event) -> seconds of audio.
 Warmup = Callable[[Backend, VoiceStateLike, threading.Event], float]
@@ -365,6 +376,25 @@ class TtsService:
             return None
         languages = self.pool.route(voice_name).entry.languages
         return languages[0] if languages else None
+
+    def voice_for_language(self, language: str) -> str | None:
+        """The voice a request that names only a language gets: the first offered voice
+        (in describe's order: each model's default voice first, the default model first)
+        that speaks it, "de-AT" before "de"; None if no voice does."""
+        best: tuple[int, str | None] = (0, None)
+        for voice in self.pool.voices() if self._pool is not None else ():
+            rank = max((language_match(language, offered) for offered in voice.languages), default=0)
+            if rank > best[0]:
+                best = (rank, voice.name)
+        return best[1]
+
+    def voice_languages(self, name: str | None) -> tuple[str, ...]:
+        """The languages of an offered voice (None: the default voice); () if not offered."""
+        voices = self.pool.voices() if self._pool is not None else []
+        if name is None:
+            return voices[0].languages if voices else ()
+        wanted = name.strip().lower()
+        return next((voice.languages for voice in voices if voice.name.lower() == wanted), ())
 
     async def get_voice(self, backend: Backend, name: str | None) -> tuple[str, VoiceStateLike]:
         """The voice to use (the default for None or an unknown name); may encode it first."""
