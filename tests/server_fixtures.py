@@ -85,6 +85,7 @@ class FakeModel:
     can_clone: bool = True
     name: str = "fake"
     model_id: str = "fake"
+    precision: str = "float32"
 
     def __init__(self, frame_delay: float = 0.01, frames_per_word: int = 2, fail_on: str = "") -> None:
         self.frame_delay = frame_delay

@@ -39,6 +39,7 @@ class FakeModel:
     """Counts calls; states are small arrays; save/load through safetensors like the engine."""
 
     model_id: str = "fake-model@rev1"
+    precision: str = "float32"
     name: str = "fake"
     languages: list[str] = field(default_factory=lambda: ["en"])
     predefined_voices: tuple[str, ...] = ("alba", "marius")
@@ -275,6 +276,18 @@ def test_disk_cache_keyed_by_model(household: Path) -> None:
     other = FakeModel(model_id="other-model@rev2")
     make_library(other, household).get("mum")
     assert other.calls["recording"] == 1
+
+
+def test_disk_cache_keyed_by_precision(household: Path) -> None:
+    """int8 encodes a recording into a slightly other state than float32: a server whose
+    precision changed (--quantize auto may choose either) encodes its recordings again."""
+    make_library(FakeModel(), household).get("mum")
+    quantized = FakeModel(precision="int8/fbgemm")
+    make_library(quantized, household).get("mum")
+    assert quantized.calls["recording"] == 1
+    again = FakeModel()
+    make_library(again, household).get("mum")
+    assert again.calls["recording"] == 0  # float32's own entry is still there
 
 
 def test_changed_recording_encoded_again_after_restart(household: Path) -> None:

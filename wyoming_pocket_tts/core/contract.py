@@ -67,6 +67,11 @@ class ModelLike(Protocol):
     @property
     def frame_size(self) -> int: ...
 
+    # How its products run ("float32", "int8/fbgemm"): a voice encoded in int8 differs
+    # slightly from the same recording encoded in float32.
+    @property
+    def precision(self) -> str: ...
+
     # VoiceError for a voice that cannot be made (bad file, wrong model, no access).
     def voice_from_recording(self, path: Path) -> Any: ...
     # A prompt already read and prepared by the caller: float32 mono samples at sample_rate.

@@ -66,6 +66,8 @@ class TTSModel:
         lay_out_convolutions(network.mimi)
         self.tokenizer = tokenizer
         self.config = config
+        # "float32", or "int8/<engine>" once quantized (loading.quantize_model).
+        self.precision = "float32"
         self.info = info
         self._voice_state_paths = voice_state_paths
         self._hub = hub

@@ -418,7 +418,8 @@ class VoiceLibrary:
         return prepare_recording(spec.path, self._model.sample_rate)
 
     def _key(self, prompt: PreparedRecording) -> CacheKey:
-        return CacheKey(self._model.model_id, prompt.sha256, self._format)
+        # The precision too: int8 encodes the same recording into a slightly other state.
+        return CacheKey(self._model.model_id, prompt.sha256, f"{self._format}/{self._model.precision}")
 
     # -- background pre-encoding --------------------------------------------------------
 
