@@ -280,7 +280,8 @@ SETTINGS: tuple[Setting, ...] = (
             "library", minimum=0.0, above_minimum=True, field="cache_mb"),
     Setting("disk_cache_mb", float, 512.0, "disk bound of the encoded-voice cache in MiB, 0 disables it",
             "library", minimum=0.0),
-    Setting("max_concurrent", int, 2, "syntheses running at once; more requests wait in line", "server",
+    Setting("max_concurrent", int, 4,
+            "replies spoken at once, batched together (the batch bound); more requests wait in line", "server",
             minimum=1),
     Setting("max_queue_wait", float, 5.0,
             "seconds a new request may wait for a synthesis slot before it gets a 'server busy' error "

@@ -644,7 +644,6 @@ class PocketTtsEventHandler(AsyncEventHandler):
         slot: Slot,
     ) -> None:
         rate = backend.model.sample_rate
-        frame_s = backend.model.frame_size / rate
         async with aclosing(stream_pcm(frames, cancel, self._service.synth_executor)) as pcm_frames:
             async for pcm in pcm_frames:
                 if timing.frames == 0:
@@ -657,7 +656,6 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 )
                 timing.frames += 1
                 timing.samples += len(pcm) // SAMPLE_WIDTH
-                slot.add_audio(frame_s)  # the scheduler learns how fast synthesis runs
 
     async def _write_audio(self, event: Event, slot: Slot) -> None:
         """Write one chunk; while the client is behind, wait for it without the slot."""
