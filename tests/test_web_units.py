@@ -449,6 +449,12 @@ def test_routes_add_edit_default_delete(tmp_path: Path, voice) -> None:
                 state = (await r.json())["state"]
             assert state["voices"][0]["name"] == "Oma" and state["voices"][0]["default"]
             assert state["voices"][0]["settings"]["temperature"] == 0.5
+            # A field left out is kept: only the setting sent changes.
+            patch = {"version": state["voices"][0]["version"], "length_scale": 1.1}
+            async with session.patch(base + "api/voices/Oma", json=patch, headers={CSRF_HEADER: csrf}) as response:
+                state = (await response.json())["state"]
+            assert (state["voices"][0]["ownDescription"], state["voices"][0]["settings"]) == (
+                "Oma reads", {"length_scale": 1.1, "sentence_silence": None, "temperature": 0.5})
             version = state["voices"][0]["version"]
             async with session.delete(base + "api/voices/Oma", params={"version": version},
                                       headers={CSRF_HEADER: csrf}) as response:  # fmt: skip

@@ -315,7 +315,9 @@ class VoicesPage:
             if key in body:
                 value = body[key]
                 values[key] = None if value in (None, "") else value
-        settings = Settings(description=str(body.get("description") or ""), values=values)
+        # A field left out is left as it is (an API client changing one setting keeps the rest).
+        description = str(body.get("description") or "") if "description" in body else None
+        settings = Settings(description=description, values=values)
         async with self._changing:
             await asyncio.to_thread(self.store.edit, _ref(voice), _version(body.get("version")), settings)
             await self.server.refresh()

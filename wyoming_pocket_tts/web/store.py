@@ -129,8 +129,8 @@ class Place:
 
 @dataclass(frozen=True)
 class Settings:
-    """A voice's editable values, as the page sends them: None removes the value (the
-    server's own applies)."""
+    """A voice's editable values, as the page sends them: a value None is removed (the
+    server's own applies); a setting left out of `values`, or a description None, is kept."""
 
     description: str | None
     values: Mapping[str, float | None]
@@ -425,7 +425,7 @@ class VoiceStore:
 
     def edit(self, voice: VoiceRef, version: str | None, settings: Settings) -> None:
         """Set a voice's description and own settings (None: removed)."""
-        description = _check_description(settings.description or "")
+        description = None if settings.description is None else _check_description(settings.description)
         values = {}
         for key, value in settings.values.items():
             if key not in EDITABLE_SETTINGS:
@@ -454,7 +454,7 @@ class VoiceStore:
                 target = document.editable_entry(place.entry)
             if description:
                 target["description"] = description
-            else:
+            elif description is not None:
                 target.pop("description", None)
             for key, value in values.items():
                 if value is None:
