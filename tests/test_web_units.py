@@ -227,6 +227,15 @@ def test_edit_default_and_delete(tmp_path: Path, voice) -> None:
     with pytest.raises(StoreError) as caught:
         store.edit(marius, None, Settings("", {"length_scale": 7}))
     assert caught.value.code == "setting_bad" and "at most 2" in str(caught.value)
+    # What the page offers: the add-on's temperature bound (the command line has none), and
+    # no NaN or infinity (JSON from a script can hold them; they would break every synthesis).
+    before = store.voices_file.read_text()
+    for values, words in (({"temperature": 2.5}, "at most 2"), ({"temperature": float("inf")}, "finite"),
+                          ({"length_scale": float("nan")}, "finite")):  # fmt: skip
+        with pytest.raises(StoreError, match=words) as caught:
+            store.edit(marius, None, Settings(None, values))
+        assert caught.value.code == "setting_bad"
+    assert store.voices_file.read_text() == before
     store.set_default(oma)
     assert parse_voices_file(store.voices_file).default == "Oma"
     with pytest.raises(StoreError):

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..core.files import sync_directory, write_synced
-from ..settings import PER_VOICE, SettingError
+from ..settings import BY_NAME, PER_VOICE, SettingError
 from ..voices.config import ModelScope, VoiceConfigError, kind_of_path
 
 _LOGGER = logging.getLogger(__name__)
@@ -434,6 +434,11 @@ class VoiceStore:
                 values[key] = PER_VOICE[key].check(value)
             except SettingError as err:
                 raise StoreError("setting_bad", str(err), key=key) from None
+            maximum = setting_bounds(key)["max"]
+            if values[key] is not None and maximum is not None and values[key] > maximum:
+                # The add-on's bound where the command line has none (temperature): the page
+                # offers what the add-on does.
+                raise StoreError("setting_bad", f"{key} must be at most {maximum:g}, got {value}", key=key)
         with self._lock:
             snapshot = self._checked(voice, version)
             document = snapshot.document
@@ -504,6 +509,15 @@ class VoiceStore:
                 sync_directory(place.path.parent)
         _LOGGER.info("voices page: voice %r deleted%s", voice.name, f" with {removed}" if removed else "")
         return removed
+
+
+def setting_bounds(name: str) -> dict[str, Any]:
+    """An editable setting's bounds and default, as the page offers them."""
+    setting = BY_NAME[name]
+    maximum = setting.maximum
+    if maximum is None and setting.addon is not None:
+        maximum = setting.addon.maximum
+    return {"min": setting.minimum, "max": maximum, "default": setting.default}
 
 
 def voice_files(folder: Path) -> dict[str, Path]:
