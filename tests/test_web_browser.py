@@ -25,6 +25,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from engine_fixtures import local_architecture
 from server_fixtures import describe, free_port, one_shot, start_server_process, stop_cleanly, wait_voices
 from web_fixtures import CHROMIUM_ARGS, encode, ensure_chromium, speech
 
@@ -363,10 +364,14 @@ class IngressProxy:
         self._thread.join(10)
 
 
-def test_the_page_under_the_ingress_prefix(browser, tmp_path: Path) -> None:
+def test_the_page_under_the_ingress_prefix_with_two_models(browser, tmp_path: Path) -> None:
+    """The add-on's way in, serving two models: a voice recorded for the second one (chosen
+    on the page) is saved in its sub-folder, listed, previewed and spoken by that model."""
     page_port = free_port()
     (tmp_path / "voices").mkdir()
-    server = start_server_process(tmp_path, "--http", f"0.0.0.0:{page_port}", "--http-ingress", "127.0.0.2",
+    second = local_architecture("english_7m_2026-10", tmp_path / "model")
+    server = start_server_process(tmp_path, "--model", "demo", "--model", str(second.config_path),
+                                  "--http", f"0.0.0.0:{page_port}", "--http-ingress", "127.0.0.2",
                                   "--voices-dir", str(tmp_path / "voices"))  # fmt: skip
     try:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # asyncio, off Playwright's thread
@@ -385,12 +390,19 @@ def test_the_page_under_the_ingress_prefix(browser, tmp_path: Path) -> None:
                 expect(page.locator("#voices-loading")).to_be_hidden()
                 samples, rate, _ = speech(tmp_path, seconds=7.0)
                 upload(page, tmp_path / "ingress.ogg", samples, rate, "ogg-opus")
+                model = page.get_by_label("Model", exact=True)
+                expect(model.locator("option")).to_have_count(2)
+                model.select_option(index=1)
                 save_new_voice(page, "Ingress voice")
-                item = voice_item(page, "Ingress voice")
-                item.get_by_role("button", name="Preview").click()
-                expect(item.locator(".preview-status")).to_have_attribute("data-state", "done")
+                expect(voice_item(page, "Ingress voice").locator(".voice-facts")).to_contain_text(
+                    "model english_7m_2026-10")
+                preview(page, "Ingress voice")
             finally:
                 page.close()
         assert "Ingress voice" in voice_names(server.port)
+        assert [path.name for path in (tmp_path / "voices").rglob("*.flac")] == ["Ingress voice.flac"]
+        assert "english_7m" in next((tmp_path / "voices").rglob("*.flac")).parent.name
+        response = wyoming(one_shot(server.port, "Hello from the second model.", voice="Ingress voice", timeout=120))
+        assert response.error is None and response.audio, response.types
     finally:
         stop_cleanly(server)
