@@ -18,6 +18,7 @@ Adding a setting is one entry here plus the code that uses its value. Imports no
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -170,6 +171,9 @@ class Setting:
             raise SettingError(f"{self.name} must be a {kind_name}, not {value!r}") from None
         if self.kind is int and isinstance(value, float) and value != number:
             raise SettingError(f"{self.name} must be a whole number, not {value!r}")
+        # NaN passes every bound below (each comparison is false), and infinity any open one.
+        if not math.isfinite(number):
+            raise SettingError(f"{self.name} must be a finite {kind_name}, not {value!r}")
         if self.minimum is not None:
             if self.above_minimum and number <= self.minimum:
                 raise SettingError(f"{self.name} must be greater than {self.minimum:g}, got {value}")
