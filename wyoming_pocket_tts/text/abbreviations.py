@@ -12,6 +12,9 @@ from .languages import LANGUAGES, Abbreviation, Language
 
 # A full stop that also ended the sentence is kept: "lights, fans, etc. Then" -> "et cetera.".
 _ENDS_SENTENCE = re.compile(r"\s*(?:$|\n|[A-ZÄÖÜÀ-Þ])")
+# How far back the sentence start before an abbreviation is looked for (more space than
+# this before it: taken for a sentence start).
+_LOOK_BEHIND_CHARS = 32
 
 
 def _key(written: str) -> str:
@@ -49,7 +52,8 @@ def expand_abbreviations(text: str, rules: Language) -> str:
     def expand(match: re.Match[str]) -> str:
         abbreviation = table[_key(match.group(0))]
         spoken = abbreviation.spoken
-        before = text[:match.start()].rstrip()
+        # The last character before it, in a bounded window: one look per abbreviation.
+        before = text[max(0, match.start() - _LOOK_BEHIND_CHARS):match.start()].rstrip()
         if match.group(0)[0].isupper() and (not before or before[-1] in ".!?…:"):
             # "Approx. 3 kWh" starting a sentence is said "Approximately", and stays a start.
             spoken = spoken[0].upper() + spoken[1:]

@@ -19,7 +19,9 @@ from .languages import LANGUAGES, Language
 from .numbers import before_noun, cardinal, decimal, digits, feminine_ordinal, ordinal, year
 from .units import CURRENCIES, CURRENCY_SIGNS, UNITS, Noun
 
-Pass = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+Reading = Callable[[re.Match[str]], str]
+# A pattern, its reading, and whether it can only match where a digit is left.
+Pass = tuple[re.Pattern[str], Reading, bool]
 
 
 @dataclass(frozen=True)
@@ -39,19 +41,62 @@ class Amount:
 # "20 ºC": the ordinal indicator typed for the degree sign (Spanish and Portuguese keyboards).
 _ORDINAL_FOR_DEGREE = re.compile(r"(?<=\d)(\s?)º(?=[CF]\b)")
 
+# The most digits a number may have to be read as one (999 trillion and so on): a longer
+# run is read in groups or digit by digit. Beyond keeping speech sensible, this bounds
+# every later pattern: none sees a number longer than this, so each one tries a bounded
+# length from each position (a 20,000-digit run made them quadratic: 44 s), and int() is
+# never asked for more than Python's 4,300 digits ("999 " * 1500 is one grouped number).
+MAX_NUMBER_DIGITS = 15
+# Characters that may stand between the digit groups of one written number.
+_GROUP_SEPARATORS = " \u00a0\u202f\u2009.,'’"
+# A run of more digits than that, single separators allowed between them. Possessive: a
+# run too short is given up at once, never tried again shorter.
+_LONG_RUN = re.compile(rf"\d(?:[{_GROUP_SEPARATORS}]?+\d){{{MAX_NUMBER_DIGITS},}}+")
+_GROUP = re.compile(r"\d+")
+_DIGIT = re.compile(r"\d")
+# What may follow a match and still count as a sentence start (after "p.m.").
+_SENTENCE_START = re.compile(r"\s*(?:$|[A-ZÄÖÜÉ])")
+_YEAR_AHEAD = re.compile(r"(?:1[1-9]\d\d|20\d\d)(?!\d)")
+_WORD_AHEAD = re.compile(r"\s+[^\W\d]")
+_LAST_WORD = re.compile(r"(\w+)\s*$")
+# How far back a reading looks for the word before a number (bounded: one look per number).
+_LOOK_BEHIND_CHARS = 48
+
 
 def rewrite_numerals(text: str, rules: Language) -> str:
-    if not any(char.isdigit() for char in text):
+    if not _has_digit(text):
         return text
+    text = _LONG_RUN.sub(lambda match: _long_run(match.group(0), rules), text)
     text = _ORDINAL_FOR_DEGREE.sub(r"\1°", text)
-    for pattern, say in _passes(rules.code):
+    for pattern, say, needs_digits in _passes(rules.code):
+        if needs_digits and not _DIGIT.search(text):
+            continue  # all read already: the rest of the passes would only scan words
         text = pattern.sub(say, text)
     return _spell_leftover_digits(text, rules)
 
 
+def _has_digit(text: str) -> bool:
+    """Any digit, superscripts ("²", which "\\d" does not match) too; fast on ASCII."""
+    return bool(_DIGIT.search(text)) or (not text.isascii() and any(char.isdigit() for char in text))
+
+
+def _long_run(written: str, rules: Language) -> str:
+    """More digits than a number is read with: a decimal's fraction digit by digit, else
+    each group as written ("999 999 ..." -> "nine hundred ninety-nine, nine hundred ..."),
+    groups longer than three digits digit by digit."""
+    groups = _GROUP.findall(written)
+    separators = {char for char in written if not char.isdigit()}
+    decimal_separator = "," if rules.decimal_comma else "."
+    if len(groups) == 2 and separators == {decimal_separator} and len(groups[0]) <= MAX_NUMBER_DIGITS:
+        return f" {decimal(False, int(groups[0]), groups[1], rules)} "
+    spoken = ", ".join(cardinal(int(group), rules.code) if len(group) <= 3 else digits(group, rules)
+                       for group in groups)
+    return f" {spoken} "
+
+
 def _spell_leftover_digits(text: str, rules: Language) -> str:
     """Whatever digit no pattern claimed (superscripts, other scripts) is read alone."""
-    if not any(char.isdigit() for char in text):
+    if not _has_digit(text):
         return text
     return "".join(f" {cardinal(unicodedata.digit(char, 0), rules.code)} " if char.isdigit()
                    else char for char in text)
@@ -101,7 +146,9 @@ class _Speaker:
         return f"{self.rules.minus_word} {words}" if amount.negative else words
 
     def previous_word(self, match: re.Match[str]) -> str:
-        found = re.search(r"(\w+)\s*$", match.string[:match.start()])
+        """The word before the match, looked for in a bounded window (once per match)."""
+        start = match.start()
+        found = _LAST_WORD.search(match.string, max(0, start - _LOOK_BEHIND_CHARS), start)
         return found.group(1).lower() if found else ""
 
     # --- passes ----------------------------------------------------------------------
@@ -109,7 +156,7 @@ class _Speaker:
     def passes(self) -> tuple[Pass, ...]:
         num, sign = self.number_re, r"(?P<sign>(?<![\w.,:])[-−+])?"
         currency = r"US\$|[$€£]|\b(?:CHF|EUR|USD|GBP)\b|\bFr\."
-        found: list[Pass] = [
+        found: list[tuple[re.Pattern[str], Reading]] = [
             (re.compile(rf"{sign}(?P<cur>{currency})\s?(?P<num>{num})"), self.money),
             (re.compile(rf"{sign}(?P<num>{num})\s?(?P<cur>[$€£]|(?:CHF|EUR|USD|GBP)\b)"), self.money),
             # ISO dates, with the time an ISO timestamp may carry ("2027-03-14T18:40:00Z").
@@ -165,9 +212,10 @@ class _Speaker:
             (re.compile(r"(?<![\w.,])(?P<y>1[1-9]\d\d|20\d\d)(?![\w]|[.,]\d)"), self.bare_year),
             (re.compile(rf"{sign}(?P<num>{num})"), self.plain),
         ]
-        return tuple(found)
+        # "Cent pro kWh": the one pass that reads text without digits.
+        return tuple((pattern, say, say != self.per_unit) for pattern, say in found)
 
-    def ordinal_passes(self) -> list[Pass]:
+    def ordinal_passes(self) -> list[tuple[re.Pattern[str], Reading]]:
         if self.code == "en":
             return [(re.compile(r"\b(?P<n>\d+)(?:st|nd|rd|th)\b"), self.ordinal_word)]
         if self.code == "fr":
@@ -251,8 +299,8 @@ class _Speaker:
             return self.duration(match, hour, minute, int(seconds))
         if minute > 59 or hour > 24 or (ampm and not 1 <= hour <= 12):
             return match.group(0)
-        trailing_stop = "." if (groups.get("dot") or groups.get("dot2")) and re.match(
-            r"\s*(?:$|[A-ZÄÖÜÉ])", match.string[match.end():]) else ""
+        trailing_stop = "." if (groups.get("dot") or groups.get("dot2")) and _SENTENCE_START.match(
+            match.string, match.end()) else ""
         if self.code == "en":
             return self.english_clock(hour, minute, ampm.upper()) + trailing_stop
         if ampm:
@@ -303,8 +351,7 @@ class _Speaker:
 
     def range_start(self, match: re.Match[str]) -> str:
         written = match.group("a")
-        if re.fullmatch(r"1[1-9]\d\d|20\d\d", written) and re.match(
-                r"(?:1[1-9]\d\d|20\d\d)(?!\d)", match.string[match.end():]):
+        if re.fullmatch(r"1[1-9]\d\d|20\d\d", written) and _YEAR_AHEAD.match(match.string, match.end()):
             return f"{year(int(written), self.code)} {self.rules.to_word} "  # "2020-2024"
         amount = self.amount(written[0] if written[0] in "-−+" else None, written.lstrip("-−+"))
         if amount is None:
@@ -313,8 +360,7 @@ class _Speaker:
 
     def with_unit(self, match: re.Match[str]) -> str:
         unit = match.group("unit")
-        after = match.string[match.end():]
-        if unit == "°" and self.code in ("it", "es", "pt") and re.match(r"\s+[^\W\d]", after):
+        if unit == "°" and self.code in ("it", "es", "pt") and _WORD_AHEAD.match(match.string, match.end()):
             return match.group(0)  # "3° piano" is an ordinal: left for the ordinal pass
         amount = self.amount(match.group("sign"), match.group("num"))
         if amount is None:
