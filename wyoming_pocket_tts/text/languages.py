@@ -52,6 +52,8 @@ class Language:
     abbreviations: tuple[Abbreviation, ...] = ()
     # Words before a German ordinal and the ending they ask for ("am dritten", "der dritte").
     ordinal_case_words: dict[str, str] = field(default_factory=dict)
+    # Words joining two numbers that count one noun ("1 bis 2 Stunden", "1 o 2 horas").
+    range_words: frozenset[str] = frozenset()
 
 
 # Groups of three digits may be parted by a space ("20 000", SI style) or by a no-break,
@@ -60,6 +62,7 @@ _SPACES = " \u00a0\u202f\u2009"
 
 ENGLISH = Language(
     code="en",
+    range_words=frozenset(['to', 'or']),
     per_word="per",
     decimal_comma=False,
     thousands_spaces=_SPACES,
@@ -97,6 +100,7 @@ ENGLISH = Language(
 
 GERMAN = Language(
     code="de",
+    range_words=frozenset(['bis', 'oder']),
     per_word="pro",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -139,6 +143,7 @@ GERMAN = Language(
 
 FRENCH = Language(
     code="fr",
+    range_words=frozenset(['à', 'ou']),
     per_word="par",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -171,6 +176,7 @@ FRENCH = Language(
 
 ITALIAN = Language(
     code="it",
+    range_words=frozenset(['a', 'o']),
     per_word="per",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -203,6 +209,7 @@ ITALIAN = Language(
 
 PORTUGUESE = Language(
     code="pt",
+    range_words=frozenset(['a', 'ou']),
     per_word="por",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -236,6 +243,7 @@ PORTUGUESE = Language(
 
 SPANISH = Language(
     code="es",
+    range_words=frozenset(['a', 'o']),
     per_word="por",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -271,6 +279,7 @@ SPANISH = Language(
 
 DUTCH = Language(
     code="nl",
+    range_words=frozenset(['tot', 'of']),
     per_word="per",
     decimal_comma=True,
     thousands_spaces=_SPACES,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .languages import LANGUAGES, Language
+from .genders import FEMININE, GERMAN_CASES, MASCULINE, NEUTER, NOMINATIVE, noun_gender
 from .numbers import before_noun, cardinal, decimal, digits, feminine_ordinal, ordinal, year
 from .units import CURRENCIES, CURRENCY_SIGNS, UNITS, Noun
 
@@ -47,11 +48,13 @@ _ORDINAL_FOR_DEGREE = re.compile(r"(?<=\d)(\s?)º(?=[CF]\b)")
 # length from each position (a 20,000-digit run made them quadratic: 44 s), and int() is
 # never asked for more than Python's 4,300 digits ("999 " * 1500 is one grouped number).
 MAX_NUMBER_DIGITS = 15
-# Characters that may stand between the digit groups of one written number.
+# Characters that may stand between the thousands groups of one written number.
 _GROUP_SEPARATORS = " \u00a0\u202f\u2009.,'’"
-# A run of more digits than that, single separators allowed between them. Possessive: a
-# run too short is given up at once, never tried again shorter.
-_LONG_RUN = re.compile(rf"\d(?:[{_GROUP_SEPARATORS}]?+\d){{{MAX_NUMBER_DIGITS},}}+")
+# A number longer than that as the number patterns would take it: thousands groups, or a
+# run of digits with or without a fraction. Possessive: nothing is tried again shorter.
+_LONG_RUN = re.compile(rf"(?P<sign>(?<![\w.,:])[-−])?(?P<digits>"
+                       rf"\d{{1,3}}(?:[{_GROUP_SEPARATORS}]\d{{3}}){{{MAX_NUMBER_DIGITS // 3},}}+(?:[.,]\d+)?+"
+                       rf"|\d{{{MAX_NUMBER_DIGITS + 1},}}+(?:[.,]\d+)?+|\d++[.,]\d{{{MAX_NUMBER_DIGITS + 1},}}+)")
 _GROUP = re.compile(r"\d+")
 _DIGIT = re.compile(r"\d")
 # What may follow a match and still count as a sentence start (after "p.m.").
@@ -61,12 +64,23 @@ _WORD_AHEAD = re.compile(r"\s+[^\W\d]")
 _LAST_WORD = re.compile(r"(\w+)\s*$")
 # How far back a reading looks for the word before a number (bounded: one look per number).
 _LOOK_BEHIND_CHARS = 48
+# The word (or two) after a number: the noun it counts, or an adjective and the noun.
+_WORDS_AHEAD = re.compile(r"[ \u00a0]+([^\W\d_][\w'’-]*)(?:[ \u00a0]+([^\W\d_][\w'’-]*))?")
+# "bis 2", "o 2": a second number, joined by a word, whose noun both count.
+_CONNECTED_NUMBER = re.compile(r"[ \u00a0]+(\w+)[ \u00a0]+[-−]?\d+(?:[.,]\d+)?")
+_VOWELS = frozenset("aeiouàèéìòùh")
+# The second number of a range, whose noun the first agrees with.
+_RANGE_END = re.compile(r"[-−]?\d+(?:[.,'’ \u00a0\u202f\u2009]\d+)*")
+# Articles before an hour said without its noun: "a la 1", "às 2".
+_HOUR_ARTICLES = {"es": frozenset({"la", "las"}), "pt": frozenset({"à", "às", "as"})}
+# "É 1 e 5", "São 2 e 20" (Home Assistant's Portuguese clock) at a sentence's start.
+_PORTUGUESE_HOUR_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:É|São)\s+$")
 
 
 def rewrite_numerals(text: str, rules: Language) -> str:
     if not _has_digit(text):
         return text
-    text = _LONG_RUN.sub(lambda match: _long_run(match.group(0), rules), text)
+    text = _LONG_RUN.sub(lambda match: _long_run(match, rules), text)
     text = _ORDINAL_FOR_DEGREE.sub(r"\1°", text)
     for pattern, say, needs_digits in _passes(rules.code):
         if needs_digits and not _DIGIT.search(text):
@@ -80,18 +94,25 @@ def _has_digit(text: str) -> bool:
     return bool(_DIGIT.search(text)) or (not text.isascii() and any(char.isdigit() for char in text))
 
 
-def _long_run(written: str, rules: Language) -> str:
+def _long_run(match: re.Match[str], rules: Language) -> str:
     """More digits than a number is read with: a decimal's fraction digit by digit, else
     each group as written ("999 999 ..." -> "nine hundred ninety-nine, nine hundred ..."),
     groups longer than three digits digit by digit."""
+    written = match.group("digits")
     groups = _GROUP.findall(written)
     separators = {char for char in written if not char.isdigit()}
     decimal_separator = "," if rules.decimal_comma else "."
-    if len(groups) == 2 and separators == {decimal_separator} and len(groups[0]) <= MAX_NUMBER_DIGITS:
-        return f" {decimal(False, int(groups[0]), groups[1], rules)} "
-    spoken = ", ".join(cardinal(int(group), rules.code) if len(group) <= 3 else digits(group, rules)
-                       for group in groups)
-    return f" {spoken} "
+    if len(groups) == 2 and separators == {decimal_separator}:
+        whole = groups[0]
+        if len(whole) <= MAX_NUMBER_DIGITS:
+            spoken = decimal(False, int(whole), groups[1], rules)
+        else:
+            spoken = f"{digits(whole, rules)} {rules.decimal_word} {digits(groups[1], rules)}"
+    else:
+        spoken = ", ".join(cardinal(int(group), rules.code) if len(group) <= 3 else digits(group, rules)
+                           for group in groups)
+    sign = f"{rules.minus_word} " if match.group("sign") else ""
+    return f" {sign}{spoken} "
 
 
 def _spell_leftover_digits(text: str, rules: Language) -> str:
@@ -121,6 +142,7 @@ class _Speaker:
             rf"(\d{{1,3}}(?:[{separators}]\d{{3}})+|\d+)(?:[.,](\d+))?")
         symbols = sorted(self.units, key=len, reverse=True)
         self.unit_re = "|".join(re.escape(symbol) for symbol in symbols)
+        self._unit_ahead = re.compile(rf"\s?({self.unit_re})(?![\w/²³])")
         month_names = {name.lower(): index + 1 for index, name in enumerate(rules.months)}
         month_names.update({alias.lower(): month for alias, month in rules.month_aliases.items()})
         self.month_numbers = month_names
@@ -139,11 +161,58 @@ class _Speaker:
         whole = int("".join(char for char in match.group(1) if char.isdigit()))
         return Amount(sign in ("-", "−"), whole, match.group(2) or "")
 
-    def say_amount(self, amount: Amount, feminine: bool = False) -> str:
+    def say_amount(self, amount: Amount, feminine: bool = False, *, case: str = NOMINATIVE,
+                   masculine: bool = False) -> str:
         if amount.fraction:
             return decimal(amount.negative, amount.whole, amount.fraction, self.rules)
-        words = before_noun(amount.whole, self.rules, feminine)
+        words = before_noun(amount.whole, self.rules, feminine, case=case, masculine=masculine)
         return f"{self.rules.minus_word} {words}" if amount.negative else words
+
+    def say_counting(self, amount: Amount, gender: str | None, match: re.Match[str]) -> str:
+        """A number that counts a noun of `gender` (None: said alone, "uno", "eins")."""
+        if gender is None:
+            if amount.fraction:
+                return decimal(amount.negative, amount.whole, amount.fraction, self.rules)
+            words = cardinal(amount.whole, self.code)
+            return f"{self.rules.minus_word} {words}" if amount.negative else words
+        return self.say_amount(amount, gender == FEMININE, case=self.german_case(match),
+                               masculine=gender == MASCULINE)
+
+    def german_case(self, match: re.Match[str]) -> str:
+        """The case a German preposition before the match asks for ("in einer Stunde")."""
+        return GERMAN_CASES.get(self.previous_word(match), NOMINATIVE) if self.code == "de" else NOMINATIVE
+
+    def counted_gender(self, text: str, position: int) -> str | None:
+        """The gender of the noun a number ending at `position` counts, if a noun follows:
+        a unit symbol, or a word (German: past an adjective, "1 pausierter Timer")."""
+        unit = self._unit_ahead.match(text, position)
+        if unit is not None:
+            noun = self.units[unit.group(1)]
+            return FEMININE if noun.feminine else MASCULINE if noun.masculine else NEUTER
+        connected = _CONNECTED_NUMBER.match(text, position)
+        if connected is not None and connected.group(1).lower() in self.rules.range_words:
+            position = connected.end()  # "1 bis 2 Stunden", "1 o 2 horas": the second's noun
+        words = _WORDS_AHEAD.match(text, position)
+        if words is None:
+            return None
+        first, second = words.group(1), words.group(2)
+        gender = noun_gender(first, self.code)
+        if gender is None and second and self.code == "de" and first[0].islower() \
+                and first.endswith(("e", "er", "es", "en", "em")):
+            gender = noun_gender(second, self.code)
+        return gender
+
+    def hour_context(self, match: re.Match[str]) -> bool:
+        """A number said as an hour of the day without a noun ("Es la 1 y 5", "às 2", "l'1"):
+        hours are feminine (la hora, l'ora)."""
+        if self.code == "it":
+            return match.string.endswith(("l'", "l’"), max(0, match.start() - 2), match.start())  # "l'una"
+        if self.code not in ("es", "pt"):
+            return False
+        if self.previous_word(match) in _HOUR_ARTICLES[self.code]:
+            return True
+        return self.code == "pt" and _PORTUGUESE_HOUR_START.search(
+            match.string, max(0, match.start() - _LOOK_BEHIND_CHARS), match.start()) is not None
 
     def previous_word(self, match: re.Match[str]) -> str:
         """The word before the match, looked for in a bounded window (once per match)."""
@@ -210,7 +279,7 @@ class _Speaker:
             (re.compile(r"(?<![\w.,])(?<!\d[ \u00a0\u202f\u2009])(?P<digits>0\d+|\d{5,})(?![\w]|[.,]\d)"),
              self.digit_string),
             (re.compile(r"(?<![\w.,])(?P<y>1[1-9]\d\d|20\d\d)(?![\w]|[.,]\d)"), self.bare_year),
-            (re.compile(rf"{sign}(?P<num>{num})"), self.plain),
+            (re.compile(rf"{sign}(?P<num>{num})(?P<space>[ \u00a0]*)"), self.plain),
         ]
         # "Cent pro kWh": the one pass that reads text without digits.
         return tuple((pattern, say, say != self.per_unit) for pattern, say in found)
@@ -240,9 +309,11 @@ class _Speaker:
         if len(amount.fraction) > 2:  # "0.125 €" per kWh: a decimal, not cents
             return f"{self.say_amount(amount)} {main.plural}"
         cents = int(amount.fraction.ljust(2, "0")) if amount.fraction else 0
-        whole_words = f"{before_noun(amount.whole, self.rules, main.feminine)} " \
+        case = self.german_case(match)
+        whole_words = f"{before_noun(amount.whole, self.rules, main.feminine, case=case, masculine=main.masculine)} " \
                       f"{main.form(amount.whole == 1 or (self.code == 'fr' and amount.whole < 2))}"
-        cent_words = f"{before_noun(cents, self.rules, minor.feminine)} {minor.form(cents == 1)}"
+        cent_words = f"{before_noun(cents, self.rules, minor.feminine, case=case, masculine=minor.masculine)} " \
+                     f"{minor.form(cents == 1)}"
         if not cents:
             return sign + whole_words
         if not amount.whole:
@@ -356,7 +427,12 @@ class _Speaker:
         amount = self.amount(written[0] if written[0] in "-−+" else None, written.lstrip("-−+"))
         if amount is None:
             return match.group(0)
-        return f"{self.say_amount(amount)} {self.rules.to_word} "
+        # Agrees with the noun after the range's end: "una a dos horas", "1 bis 2 Stunden".
+        end = _RANGE_END.match(match.string, match.end())
+        gender = self.counted_gender(match.string, end.end()) if end else None
+        if gender is None and self.code in ("fr", "it", "es", "pt"):
+            gender = MASCULINE  # "de un a dos", as before
+        return f"{self.say_counting(amount, gender, match)} {self.rules.to_word} "
 
     def with_unit(self, match: re.Match[str]) -> str:
         unit = match.group("unit")
@@ -366,7 +442,7 @@ class _Speaker:
         if amount is None:
             return match.group(0)
         noun = self.units[unit]
-        words = self.say_amount(amount, noun.feminine)
+        words = self.say_amount(amount, noun.feminine, case=self.german_case(match), masculine=noun.masculine)
         if match.group("sign") == "+":
             words = f"{self.rules.plus_word} {words}"
         name = noun.form(amount.singular(self.rules))
@@ -453,7 +529,16 @@ class _Speaker:
         amount = self.amount(sign, match.group("num"))
         if amount is None:
             return match.group(0)
-        words = self.say_amount(amount)
-        if match.end() < len(match.string) and match.string[match.end()].isalpha():
+        end = match.end("num")
+        gender = counted = self.counted_gender(match.string, end)
+        if gender is None and self.hour_context(match):
+            gender = FEMININE
+        words = self.say_counting(amount, gender, match)
+        if sign == "+":
+            words = f"{self.rules.plus_word} {words}"
+        if self.code == "it" and words.endswith("una") and match.group("space") and counted == FEMININE \
+                and match.string[match.end():match.end() + 1].lower() in _VOWELS:
+            return words[:-1] + "'"  # "un'ora", "un'altra"
+        if end < len(match.string) and match.string[end].isalpha():
             words += " "  # "1.5x": the letter after the number stays a word of its own
-        return f"{self.rules.plus_word} {words}" if sign == "+" else words
+        return words + match.group("space")

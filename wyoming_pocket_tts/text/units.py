@@ -3,7 +3,8 @@
 Written by hand: num2words names numbers, not units, and its currency support misses
 the Swiss franc and reads integers as cents. Each entry is "singular|plural" (one form
 when both are the same); a leading "f:" marks a feminine noun, which changes the number
-before it in German, French, Italian, Spanish and Portuguese ("eine Stunde", "une heure").
+before it in German, French, Italian, Spanish and Portuguese ("eine Stunde", "une heure"),
+and "m:" a German masculine one ("für einen Euro"; unmarked German nouns are neuter).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ class Noun:
     singular: str
     plural: str
     feminine: bool = False
+    masculine: bool = False  # German only: "für einen Euro" (neuter: "für ein Kilo")
 
     def form(self, singular: bool) -> str:
         return self.singular if singular else self.plural
@@ -26,9 +28,9 @@ class Noun:
 def _nouns(table: dict[str, str]) -> dict[str, Noun]:
     nouns = {}
     for symbol, spec in table.items():
-        feminine = spec.startswith("f:")
-        singular, _, plural = spec.removeprefix("f:").partition("|")
-        nouns[symbol] = Noun(singular, plural or singular, feminine)
+        feminine, masculine = spec.startswith("f:"), spec.startswith("m:")
+        singular, _, plural = spec.removeprefix("f:").removeprefix("m:").partition("|")
+        nouns[symbol] = Noun(singular, plural or singular, feminine, masculine)
     return nouns
 
 
