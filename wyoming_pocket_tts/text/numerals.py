@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .languages import LANGUAGES, Language
 from .genders import FEMININE, GERMAN_CASES, MASCULINE, NEUTER, NOMINATIVE, noun_gender
 from .numbers import before_noun, cardinal, decimal, digits, feminine_ordinal, ordinal, year
+from .unit_names import AMBIGUOUS
 from .units import CURRENCIES, CURRENCY_SIGNS, UNITS, Noun
 
 Reading = Callable[[re.Match[str]], str]
@@ -64,6 +65,8 @@ _WORD_AHEAD = re.compile(r"\s+[^\W\d]")
 _LAST_WORD = re.compile(r"(\w+)\s*$")
 # How far back a reading looks for the word before a number (bounded: one look per number).
 _LOOK_BEHIND_CHARS = 48
+# After a unit symbol that is also a word: no lower-case word follows ("5 in the hall").
+_NO_WORD_AFTER = r"(?![ \u00a0]+[^\W\dA-ZÀ-ÖØ-Þ])"
 # The word (or two) after a number: the noun it counts, or an adjective and the noun.
 _WORDS_AHEAD = re.compile(r"[ \u00a0]+([^\W\d_][\w'’-]*)(?:[ \u00a0]+([^\W\d_][\w'’-]*))?")
 # "bis 2", "o 2": a second number, joined by a word, whose noun both count.
@@ -141,8 +144,10 @@ class _Speaker:
         self._parse_re = re.compile(
             rf"(\d{{1,3}}(?:[{separators}]\d{{3}})+|\d+)(?:[.,](\d+))?")
         symbols = sorted(self.units, key=len, reverse=True)
-        self.unit_re = "|".join(re.escape(symbol) for symbol in symbols)
-        self._unit_ahead = re.compile(rf"\s?({self.unit_re})(?![\w/²³])")
+        # A symbol that is also a word ("in", "mi", "ha") is a unit only where no word follows.
+        self.unit_re = "|".join(re.escape(symbol) + (_NO_WORD_AFTER if symbol in AMBIGUOUS else "")
+                                for symbol in symbols)
+        self._unit_ahead = re.compile(rf"\s?({self.unit_re})(?![\w/²³'’])")
         month_names = {name.lower(): index + 1 for index, name in enumerate(rules.months)}
         month_names.update({alias.lower(): month for alias, month in rules.month_aliases.items()})
         self.month_numbers = month_names
@@ -263,7 +268,7 @@ class _Speaker:
         found += [
             (re.compile(rf"(?P<a>{sign}{num})\s?[–—-]\s?(?=[-−]?{num}\s?(?:{self.unit_re})(?!\w))"),
              self.range_start),
-            (re.compile(rf"{sign}(?P<num>{num})\s?(?P<unit>{self.unit_re})(?![\w/²³])"), self.with_unit),
+            (re.compile(rf"{sign}(?P<num>{num})\s?(?P<unit>{self.unit_re})(?![\w/²³'’])"), self.with_unit),
             (re.compile(rf"(?:(?<=[^\W\d])(?P<slash>/)|(?<=\s){self.rules.per_word}\s)(?P<unit>{self.unit_re})(?![\w/²³])"),
              self.per_unit),
             *self.ordinal_passes(),
@@ -438,6 +443,8 @@ class _Speaker:
         unit = match.group("unit")
         if unit == "°" and self.code in ("it", "es", "pt") and _WORD_AHEAD.match(match.string, match.end()):
             return match.group(0)  # "3° piano" is an ordinal: left for the ordinal pass
+        if unit in AMBIGUOUS and match.end("num") == match.start("unit"):
+            return match.group(0)  # "4K", "3B": a name, not "four kelvins"
         amount = self.amount(match.group("sign"), match.group("num"))
         if amount is None:
             return match.group(0)
@@ -446,6 +453,8 @@ class _Speaker:
         if match.group("sign") == "+":
             words = f"{self.rules.plus_word} {words}"
         name = noun.form(amount.singular(self.rules))
+        if unit.endswith(".") and _SENTENCE_START.match(match.string, match.end()):
+            name += "."  # "45 Min. Dann": the unit's dot also ended the sentence
         if self.code == "it" and words.endswith("una") and name[0] in "aeiou":
             return f"{words[:-1]}'{name}"  # "un'ora"
         return f"{words} {name}"

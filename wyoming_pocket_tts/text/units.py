@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .unit_names import unit_names
+
 
 @dataclass(frozen=True)
 class Noun:
@@ -39,8 +41,9 @@ UNIT_SYMBOLS = ("°C", "°F", "%", "kWh", "Wh", "MWh", "kW", "W", "V", "A", "mA"
                 "mph", "km", "mm", "cm", "m³", "m²", "m", "kg", "g", "hPa", "mbar", "lx",
                 "ppm", "µg/m³", "dB", "min", "h", "s", "ms", "L", "°")
 
-UNITS: dict[str, dict[str, Noun]] = {
+_WRITTEN: dict[str, dict[str, Noun]] = {
     "en": _nouns({
+        "l": "liter|liters", "ml": "milliliter|milliliters", "mL": "milliliter|milliliters", "Min.": "minute|minutes",
         "°C": "degree Celsius|degrees Celsius", "°F": "degree Fahrenheit|degrees Fahrenheit",
         "°": "degree|degrees", "%": "percent", "kWh": "kilowatt hour|kilowatt hours",
         "Wh": "watt hour|watt hours", "MWh": "megawatt hour|megawatt hours",
@@ -57,19 +60,21 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "second|seconds", "ms": "millisecond|milliseconds", "L": "liter|liters",
     }),
     "de": _nouns({
-        "°C": "Grad Celsius", "°F": "Grad Fahrenheit", "°": "Grad", "%": "Prozent",
+        "l": "m:Liter", "ml": "m:Milliliter", "mL": "m:Milliliter", "Min.": "f:Minute|Minuten", "Min": "f:Minute|Minuten", "Std.": "f:Stunde|Stunden", "Std": "f:Stunde|Stunden", "Sek.": "f:Sekunde|Sekunden", "Sek": "f:Sekunde|Sekunden",
+        "°C": "m:Grad Celsius", "°F": "m:Grad Fahrenheit", "°": "m:Grad", "%": "Prozent",
         "kWh": "f:Kilowattstunde|Kilowattstunden", "Wh": "f:Wattstunde|Wattstunden",
         "MWh": "f:Megawattstunde|Megawattstunden", "kW": "Kilowatt", "W": "Watt",
-        "V": "Volt", "A": "Ampere", "mA": "Milliampere", "km/h": "Kilometer pro Stunde",
-        "m/s": "Meter pro Sekunde", "mph": "f:Meile pro Stunde|Meilen pro Stunde",
-        "km": "Kilometer", "mm": "Millimeter", "cm": "Zentimeter", "m³": "Kubikmeter",
-        "m²": "Quadratmeter", "m": "Meter", "kg": "Kilogramm", "g": "Gramm",
+        "V": "Volt", "A": "Ampere", "mA": "Milliampere", "km/h": "m:Kilometer pro Stunde",
+        "m/s": "m:Meter pro Sekunde", "mph": "f:Meile pro Stunde|Meilen pro Stunde",
+        "km": "m:Kilometer", "mm": "m:Millimeter", "cm": "m:Zentimeter", "m³": "m:Kubikmeter",
+        "m²": "m:Quadratmeter", "m": "m:Meter", "kg": "Kilogramm", "g": "Gramm",
         "hPa": "Hektopascal", "mbar": "Millibar", "lx": "Lux", "ppm": "ppm",
         "µg/m³": "Mikrogramm pro Kubikmeter", "dB": "Dezibel", "min": "f:Minute|Minuten",
         "h": "f:Stunde|Stunden", "s": "f:Sekunde|Sekunden",
-        "ms": "f:Millisekunde|Millisekunden", "L": "Liter", "Uhr": "Uhr",
+        "ms": "f:Millisekunde|Millisekunden", "L": "m:Liter", "Uhr": "Uhr",
     }),
     "fr": _nouns({
+        "l": "litre|litres", "ml": "millilitre|millilitres", "mL": "millilitre|millilitres", "Mo": "mégaoctet|mégaoctets", "Go": "gigaoctet|gigaoctets", "ko": "kilooctet|kilooctets", "To": "téraoctet|téraoctets", "Mo/s": "mégaoctet par seconde|mégaoctets par seconde",
         "°C": "degré Celsius|degrés Celsius", "°F": "degré Fahrenheit|degrés Fahrenheit",
         "°": "degré|degrés", "%": "pour cent", "kWh": "kilowattheure|kilowattheures",
         "Wh": "wattheure|wattheures", "MWh": "mégawattheure|mégawattheures",
@@ -87,6 +92,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "f:seconde|secondes", "ms": "f:milliseconde|millisecondes", "L": "litre|litres",
     }),
     "it": _nouns({
+        "l": "litro|litri", "ml": "millilitro|millilitri", "mL": "millilitro|millilitri",
         "°C": "grado Celsius|gradi Celsius", "°F": "grado Fahrenheit|gradi Fahrenheit",
         "°": "grado|gradi", "%": "percento", "kWh": "chilowattora", "Wh": "wattora",
         "MWh": "megawattora", "kW": "chilowatt", "W": "watt", "V": "volt", "A": "ampere",
@@ -102,6 +108,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "ms": "millisecondo|millisecondi", "L": "litro|litri",
     }),
     "pt": _nouns({
+        "l": "litro|litros", "ml": "mililitro|mililitros", "mL": "mililitro|mililitros",
         "°C": "grau Celsius|graus Celsius", "°F": "grau Fahrenheit|graus Fahrenheit",
         "°": "grau|graus", "%": "por cento", "kWh": "quilowatt-hora|quilowatts-hora",
         "Wh": "watt-hora|watts-hora", "MWh": "megawatt-hora|megawatts-hora",
@@ -119,6 +126,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "segundo|segundos", "ms": "milissegundo|milissegundos", "L": "litro|litros",
     }),
     "es": _nouns({
+        "l": "litro|litros", "ml": "mililitro|mililitros", "mL": "mililitro|mililitros",
         "°C": "grado Celsius|grados Celsius", "°F": "grado Fahrenheit|grados Fahrenheit",
         "°": "grado|grados", "%": "por ciento", "kWh": "kilovatio hora|kilovatios hora",
         "Wh": "vatio hora|vatios hora", "MWh": "megavatio hora|megavatios hora",
@@ -136,6 +144,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "segundo|segundos", "ms": "milisegundo|milisegundos", "L": "litro|litros",
     }),
     "nl": _nouns({
+        "l": "liter", "ml": "milliliter", "mL": "milliliter", "min.": "minuut|minuten",
         "°C": "graad Celsius|graden Celsius", "°F": "graad Fahrenheit|graden Fahrenheit",
         "°": "graad|graden",
         "%": "procent", "kWh": "kilowattuur", "Wh": "wattuur", "MWh": "megawattuur",
@@ -150,6 +159,11 @@ UNITS: dict[str, dict[str, Noun]] = {
     }),
 }
 
+# Written here (with their idioms) first, then every other unit Home Assistant reports.
+UNITS: dict[str, dict[str, Noun]] = {
+    code: {**_nouns(unit_names(code)), **written} for code, written in _WRITTEN.items()
+}
+
 # Currency symbols and codes as written, mapped to ISO codes.
 CURRENCY_SIGNS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "CHF": "CHF", "Fr.": "CHF",
                   "EUR": "EUR", "USD": "USD", "GBP": "GBP"}
@@ -162,8 +176,8 @@ CURRENCIES: dict[str, dict[str, tuple[Noun, Noun]]] = {
         "en": {"EUR": ("euro|euros", "cent|cents"), "USD": ("dollar|dollars", "cent|cents"),
                "GBP": ("pound|pounds", "penny|pence"),
                "CHF": ("Swiss franc|Swiss francs", "centime|centimes")},
-        "de": {"EUR": ("Euro", "Cent"), "USD": ("Dollar", "Cent"), "GBP": ("Pfund", "Penny|Pence"),
-               "CHF": ("Franken", "Rappen")},
+        "de": {"EUR": ("m:Euro", "m:Cent"), "USD": ("m:Dollar", "m:Cent"), "GBP": ("Pfund", "m:Penny|Pence"),
+               "CHF": ("m:Franken", "m:Rappen")},
         "fr": {"EUR": ("euro|euros", "centime|centimes"), "USD": ("dollar|dollars", "cent|cents"),
                "GBP": ("f:livre|livres", "penny|pence"),
                "CHF": ("franc suisse|francs suisses", "centime|centimes")},
