@@ -142,3 +142,289 @@ def test_every_home_assistant_unit_is_spoken(language: str) -> None:
 def test_a_unit_that_is_also_a_word_is_a_unit_only_where_no_word_follows(language: str) -> None:
     for symbol in sorted(AMBIGUOUS):
         assert normalize(f"7 {symbol} the", language).endswith(f" {symbol} the"), symbol
+
+
+# --- Recipes read by an LLM: "1/2 taza" is "media taza". ---
+
+FRACTIONS = {
+    "en": [
+        ('Add 1/2 cup of milk.',
+         'Add one half cup of milk.'),
+        ('Add 3/4 L of water.',
+         'Add three quarters liter of water.'),
+    ],
+    "de": [
+        ('Gib 1/2 Tasse Zucker dazu.',
+         'Gib eine halbe Tasse Zucker dazu.'),
+        ('Dazu 1/2 l Milch und 1/4 kg Mehl.',
+         'Dazu ein halber Liter Milch und ein Viertel Kilogramm Mehl.'),
+    ],
+    "fr": [
+        ('Ajoutez 1/2 tasse de sucre.',
+         'Ajoutez une demi tasse de sucre.'),
+        ('Ajoutez 1/4 L de lait.',
+         'Ajoutez un quart de litre de lait.'),
+    ],
+    "it": [
+        ('Aggiungi 1/2 tazza di zucchero.',
+         'Aggiungi mezza tazza di zucchero.'),
+        ('Aggiungi 1/2 L di latte.',
+         'Aggiungi mezzo litro di latte.'),
+    ],
+    "pt": [
+        ('Junte 1/2 chávena de açúcar.',
+         'Junte meia chávena de açúcar.'),
+        ('Junte 1/2 L de leite e 1/4 kg de farinha.',
+         'Junte meio litro de leite e um quarto de quilo de farinha.'),
+    ],
+    "es": [
+        ('Añade 1/2 taza de azúcar.',
+         'Añade media taza de azúcar.'),
+        ('Añade 1/2 L de leche y 3/4 kg de harina.',
+         'Añade medio litro de leche y tres cuartos de kilo de harina.'),
+    ],
+    "nl": [
+        ('Voeg 1/2 kop suiker toe.',
+         'Voeg een halve kop suiker toe.'),
+        ('Nog 1/2 uur wachten.',
+         'Nog een half uur wachten.'),
+    ],
+}
+
+
+@pytest.mark.parametrize(("language", "written", "spoken"), cases(FRACTIONS))
+def test_a_fraction_before_a_noun_is_its_share_of_it(language: str, written: str, spoken: str) -> None:
+    check(language, written, spoken)
+
+
+# --- Nine digits in groups of three (Spanish, Portuguese) without 0 or +; dialled forms everywhere. ---
+
+PHONES = {
+    "en": [
+        ('Call +1 555 123 4567.',
+         'Call plus one, five five five, one two three, four five six seven.'),
+    ],
+    "de": [
+        ('Ruf +49 30 1234567 an.',
+         'Ruf plus vier neun, drei null, eins zwei drei vier fünf sechs sieben an.'),
+    ],
+    "fr": [
+        ('Appelez le +33 1 23 45 67 89.',
+         'Appelez le plus trois trois, un, deux trois, quatre cinq, six sept, huit neuf.'),
+    ],
+    "it": [
+        ('Chiama il +39 06 1234 5678.',
+         'Chiama il più tre nove, zero sei, uno due tre quattro, cinque sei sette otto.'),
+    ],
+    "pt": [
+        ('Ligue para 912 345 678.',
+         'Ligue para nove um dois, três quatro cinco, seis sete oito.'),
+        ('Ligue para 213 456 789 ou +351 912 345 678.',
+         'Ligue para dois um três, quatro cinco seis, sete oito nove ou mais três cinco um, nove um dois, três quatro cinco, seis sete oito.'),
+    ],
+    "es": [
+        ('Llama al 912 345 678.',
+         'Llama al nueve uno dos, tres cuatro cinco, seis siete ocho.'),
+        ('Llama al 612 34 56 78.',
+         'Llama al seis uno dos, tres cuatro, cinco seis, siete ocho.'),
+        ('Hay 200 000 personas.',
+         'Hay doscientas mil personas.'),
+    ],
+    "nl": [
+        ('Bel 020 123 4567.',
+         'Bel nul twee nul, één twee drie, vier vijf zes zeven.'),
+    ],
+}
+
+
+@pytest.mark.parametrize(("language", "written", "spoken"), cases(PHONES))
+def test_phone_numbers_are_read_in_digit_groups(language: str, written: str, spoken: str) -> None:
+    check(language, written, spoken)
+
+
+# --- Weekdays in schedules, units and extremes with a dot, and the symbols ≈ ~ ±. ---
+
+ABBREVIATIONS = {
+    "en": [
+        ('Open Mon–Fri 9:00–17:00, Sat/Sun closed.',
+         "Open Monday to Friday nine o'clock to seventeen hundred, Saturday and Sunday closed."),
+        ('It takes about 45 min.',
+         'It takes about forty-five minutes.'),
+        ('Temperature is ≈ 21 °C, ±0.5 °C.',
+         'Temperature is approximately twenty-one degrees Celsius, plus or minus zero point five degrees Celsius.'),
+    ],
+    "de": [
+        ('Geöffnet Mo–Fr 8–18 Uhr, Sa/So geschlossen.',
+         'Geöffnet Montag bis Freitag acht bis achtzehn Uhr, Samstag und Sonntag geschlossen.'),
+        ('Das dauert 45 Min. Dann ist es fertig.',
+         'Das dauert fünfundvierzig Minuten. Dann ist es fertig.'),
+        ('Es sind ~21 °C, ±0,5 °C.',
+         'Es sind ungefähr einundzwanzig Grad Celsius, plus minus null Komma fünf Grad Celsius.'),
+    ],
+    "fr": [
+        ('Ouvert lun.–ven. de 9h00 à 18h00.',
+         'Ouvert lundi à vendredi de neuf heures à dix-huit heures.'),
+        ('Cela prend ≈ 45 min.',
+         'Cela prend environ quarante-cinq minutes.'),
+        ('Il fait ~21 °C, ±0,5 °C.',
+         'Il fait environ vingt et un degrés Celsius, plus ou moins zéro virgule cinq degré Celsius.'),
+    ],
+    "it": [
+        ('Aperto lun-ven dalle 9:00 alle 18:00.',
+         'Aperto lunedì a venerdì dalle nove alle diciotto in punto.'),
+        ('Temperatura max. 25 °C, min. 12 °C.',
+         'Temperatura massimo venticinque gradi Celsius, minimo dodici gradi Celsius.'),
+        ('Ci sono ~21 °C, ±0,5 °C.',
+         'Ci sono circa ventun gradi Celsius, più o meno zero virgola cinque gradi Celsius.'),
+    ],
+    "pt": [
+        ('Aberto seg-sex das 9:00 às 18:00.',
+         'Aberto segunda-feira a sexta-feira das nove às dezoito horas.'),
+        ('Temperatura máx. 25 °C, mín. 12 °C.',
+         'Temperatura máximo vinte e cinco graus Celsius, mínimo doze graus Celsius.'),
+        ('Estão ≈ 21 °C, ±0,5 °C.',
+         'Estão aproximadamente vinte e um graus Celsius, mais ou menos zero vírgula cinco graus Celsius.'),
+    ],
+    "es": [
+        ('Abierto lun-vie de 9:00 a 18:00.',
+         'Abierto lunes a viernes de nueve a dieciocho en punto.'),
+        ('Temperatura máx./mín.: 25/12 °C.',
+         'Temperatura máximo/mínimo: veinticinco/doce grados Celsius.'),
+        ('Hace ~21 °C, ±0,5 °C.',
+         'Hace aproximadamente veintiún grados Celsius, más o menos cero coma cinco grados Celsius.'),
+    ],
+    "nl": [
+        ('Open ma-vr van 9:00 tot 17:00.',
+         'Open maandag tot vrijdag van negen uur tot zeventien uur.'),
+        ('Maandag t/m vrijdag, max. 25 °C.',
+         'Maandag tot en met vrijdag, maximaal vijfentwintig graden Celsius.'),
+        ('Het is ≈ 21 °C, ±0,5 °C.',
+         'Het is ongeveer eenentwintig graden Celsius, plus of min nul komma vijf graden Celsius.'),
+    ],
+}
+
+
+@pytest.mark.parametrize(("language", "written", "spoken"), cases(ABBREVIATIONS))
+def test_abbreviations_and_symbols_are_said(language: str, written: str, spoken: str) -> None:
+    check(language, written, spoken)
+
+
+# --- dd-mm-yyyy (month first in English, as with slashes). ---
+
+DASHED_DATES = {
+    "en": [
+        ('Due 03-14-2027.',
+         'Due March fourteenth, twenty twenty-seven.'),
+    ],
+    "de": [
+        ('Termin am 14-03-2027.',
+         'Termin am vierzehnten März zweitausendsiebenundzwanzig.'),
+    ],
+    "fr": [
+        ('Le 14-03-2027.',
+         'Le quatorze mars deux mille vingt-sept.'),
+    ],
+    "it": [
+        ('Il 14-03-2027.',
+         'Il quattordici marzo duemilaventisette.'),
+    ],
+    "pt": [
+        ('A 14-03-2027.',
+         'A catorze de março de dois mil e vinte e sete.'),
+    ],
+    "es": [
+        ('El 14-03-2027.',
+         'El catorce de marzo de dos mil veintisiete.'),
+    ],
+    "nl": [
+        ('De afspraak is op 14-03-2027.',
+         'De afspraak is op veertien maart tweeduizendzevenentwintig.'),
+    ],
+}
+
+
+@pytest.mark.parametrize(("language", "written", "spoken"), cases(DASHED_DATES))
+def test_dates_written_with_dashes_are_dates(language: str, written: str, spoken: str) -> None:
+    check(language, written, spoken)
+
+
+# --- "en punto", "in punto", "horas" after the range's last hour only. ---
+
+TIME_RANGES = {
+    "en": [
+        ('Open 10:00–12:00.',
+         "Open ten o'clock to twelve o'clock."),
+    ],
+    "de": [
+        ('Geöffnet von 10:00 bis 12:00 Uhr.',
+         'Geöffnet von zehn Uhr bis zwölf Uhr.'),
+    ],
+    "fr": [
+        ('Ouvert de 10:00 à 12:00.',
+         'Ouvert de dix heures à douze heures.'),
+    ],
+    "it": [
+        ('Aperto dalle 10:00 alle 12:00.',
+         'Aperto dalle dieci alle dodici in punto.'),
+        ('Sono le 10:00.',
+         'Sono le dieci in punto.'),
+    ],
+    "pt": [
+        ('Aberto das 10:00 às 12:00.',
+         'Aberto das dez às doze horas.'),
+    ],
+    "es": [
+        ('Abierto de 10:00 a 12:00.',
+         'Abierto de diez a doce en punto.'),
+        ('Son las 10:00.',
+         'Son las diez en punto.'),
+    ],
+    "nl": [
+        ('Open van 10:00 tot 12:00.',
+         'Open van tien uur tot twaalf uur.'),
+    ],
+}
+
+
+@pytest.mark.parametrize(("language", "written", "spoken"), cases(TIME_RANGES))
+def test_a_range_of_whole_hours_says_the_hour_word_once(language: str, written: str, spoken: str) -> None:
+    check(language, written, spoken)
+
+
+# --- A unit's or a template's full stop left before a comma. ---
+
+STRAY_STOPS = {
+    "en": [
+        ('Take 5 min., then stir.',
+         'Take five minutes, then stir.'),
+    ],
+    "de": [
+        ('Es sind 5 Std., dann ist es fertig.',
+         'Es sind fünf Stunden, dann ist es fertig.'),
+    ],
+    "fr": [
+        ('Le minuteur: 1 minute., puis rien.',
+         'Le minuteur: une minute, puis rien.'),
+    ],
+    "it": [
+        ('Il timer: 1 minuto., poi basta.',
+         'Il timer: un minuto, poi basta.'),
+    ],
+    "pt": [
+        ('O temporizador: 1 minuto., depois nada.',
+         'O temporizador: um minuto, depois nada.'),
+    ],
+    "es": [
+        ('El temporizador: 1 minuto., luego nada.',
+         'El temporizador: un minuto, luego nada.'),
+    ],
+    "nl": [
+        ('De timer: 1 minuut., dan niets.',
+         'De timer: één minuut, dan niets.'),
+    ],
+}
+
+
+@pytest.mark.parametrize(("language", "written", "spoken"), cases(STRAY_STOPS))
+def test_a_stop_before_a_comma_is_dropped(language: str, written: str, spoken: str) -> None:
+    check(language, written, spoken)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .abbreviations import expand_abbreviations
+from .abbreviations import expand_abbreviations, expand_weekdays
 from .languages import LANGUAGES, Language, language_rules
 from .markup import markdown_to_text, remove_emoji, shorten_urls, speak_addresses
 from .numerals import rewrite_numerals
@@ -19,6 +19,8 @@ __all__ = ["LANGUAGES", "MAX_PIECE_CHARS", "SentenceSplitter", "normalize", "war
 
 _SPACE_RUNS = re.compile(r"[ \t\u00a0]{2,}")
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉μ", "0123456789µ")
+# A full stop left before a comma ("1 min., then" once the unit is read): not an ellipsis.
+_STOP_BEFORE_COMMA = re.compile(r"(?<![.…])\.[ \t]*(?=,)")
 # Longer text is read in pieces of at most this many characters (see `_pieces`).
 MAX_PIECE_CHARS = 2_000
 # Where a piece may end, best first: after a sentence end, a clause mark, any space.
@@ -45,6 +47,8 @@ def normalize(text: str, language: str) -> str:
         spoken = _words(spoken, rules)
     if spoken is text:
         return text
+    if "," in spoken:
+        spoken = _STOP_BEFORE_COMMA.sub("", spoken)
     return _SPACE_RUNS.sub(" ", spoken).strip()
 
 
@@ -53,6 +57,7 @@ def _words(text: str, rules: Language) -> str:
     spoken = shorten_urls(text, rules)
     spoken = speak_addresses(spoken, rules)
     spoken = spoken.translate(_SUBSCRIPTS)
+    spoken = expand_weekdays(spoken, rules)
     spoken = expand_abbreviations(spoken, rules)
     spoken = rewrite_numerals(spoken, rules)
     return speak_addresses(spoken, rules)  # those that numbers glued to them hid

@@ -32,6 +32,8 @@ def _pattern(abbreviation: Abbreviation) -> str:
         pattern += r"(?!\w)"
     if abbreviation.before_number:
         pattern += r"(?=\s?\d)"
+    if abbreviation.not_after_number:
+        pattern = r"(?<![\d/])(?<!\d\s)" + pattern
     return pattern
 
 
@@ -44,8 +46,50 @@ def _compiled(code: str) -> tuple[re.Pattern[str], dict[str, Abbreviation]]:
     return re.compile(rf"(?<![\w.])(?:{alternatives})", re.IGNORECASE), table
 
 
+@functools.cache
+def _weekday_patterns(code: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+    """A run of abbreviated weekdays ("Mo–Fr", "Sa/So", "lun., mer., ven."), and one before
+    a date or time ("Mo 14.03.", "sáb. 10:00"): only there are they weekdays for sure
+    ("So" alone is a word)."""
+    days = LANGUAGES[code].weekday_abbreviations
+    if not days:
+        return None
+    day = "(?:" + "|".join(sorted(map(re.escape, days), key=len, reverse=True)) + r")\.?"
+    joint = r"\s*(?:[–—/&,-]|\s(?:" + re.escape(LANGUAGES[code].to_word) + r")\s)\s*"
+    run = re.compile(rf"(?<![\w.])(?i:{day}(?:{joint}{day})+)(?![\w.])")
+    dated = re.compile(rf"(?<![\w.])(?i:{day}),?(?=\s\d)")
+    return run, dated
+
+
+_DAY_OR_JOINT = re.compile(r"(?P<day>[^\W\d_]+)\.?|(?P<joint>\s*[–—/&,-]\s*|\s\w+\s)")
+
+
+def expand_weekdays(text: str, rules: Language) -> str:
+    """Abbreviated weekdays in schedules as their names: "Mo–Fr" -> "Montag bis Freitag"."""
+    patterns = _weekday_patterns(rules.code)
+    if patterns is None:
+        return text
+    run, dated = patterns
+    days = {key.lower(): name for key, name in rules.weekday_abbreviations.items()}
+
+    def say_run(match: re.Match[str]) -> str:
+        spoken = []
+        for part in _DAY_OR_JOINT.finditer(match.group(0)):
+            if part.group("day"):
+                spoken.append(days[part.group("day").lower()])
+            else:
+                joint = part.group("joint").strip()
+                spoken.append(", " if joint == "," else f" {rules.and_word} " if joint in "/&" else
+                              f" {rules.to_word} ")
+        return "".join(spoken)
+
+    text = run.sub(say_run, text)
+    return dated.sub(lambda match: days[match.group(0).rstrip(",.").lower()] + (
+        "," if match.group(0).endswith(",") else ""), text)
+
+
 def expand_abbreviations(text: str, rules: Language) -> str:
-    if "." not in text and "°" not in text and "º" not in text:
+    if "." not in text and "°" not in text and "º" not in text and "/" not in text:
         return text
     pattern, table = _compiled(rules.code)
 

@@ -79,6 +79,9 @@ _FEMININE_ENDINGS: dict[str, tuple[str, ...]] = {
            "tät", "täten", "ik", "ei", "eien"),
 }
 
+# Dutch "het" nouns a half is counted of ("een half uur"; "een halve liter" otherwise).
+DUTCH_NEUTER = frozenset("uur jaar kilo pond ons glas blik pak stuk kwartier ei brood".split())
+
 # German prepositions and the case of the number after them ("in einer Stunde", "für einen Tag").
 GERMAN_CASES: dict[str, str] = {
     **{word: DATIVE for word in "mit nach seit von vom vor zu zum zur aus bei beim in im an am binnen "

@@ -73,8 +73,11 @@ def before_noun(number: int, rules: Language, feminine: bool = False, *, case: s
         elif words.endswith("dois"):
             words = words[:-4] + "duas"
     if feminine and code in ("es", "pt"):
-        # Hundreds agree too: "doscientas horas", "duzentas pessoas".
-        words = _FEMININE_HUNDREDS.sub(lambda match: match.group(1) + "as", words)
+        # Hundreds agree too: "doscientas horas", "duzentas pessoas"; not those that count
+        # millions ("doscientos millones", masculine).
+        millions = _MILLIONS.search(words)
+        head, tail = (words[:millions.end()], words[millions.end():]) if millions else ("", words)
+        words = head + _FEMININE_HUNDREDS.sub(lambda match: match.group(1) + "as", tail)
     return words
 
 
@@ -83,6 +86,7 @@ _GERMAN_ONE = {("nom", "m"): "ein", ("nom", "n"): "ein", ("nom", "f"): "eine",
                ("acc", "m"): "einen", ("acc", "n"): "ein", ("acc", "f"): "eine",
                ("dat", "m"): "einem", ("dat", "n"): "einem", ("dat", "f"): "einer"}
 # "doscientos", "quinientos", "duzentos", "quinhentos": not "cientos" nor "cento".
+_MILLIONS = re.compile(r".*\b(?:mill|bill|milh|bilh|bili)\w*")
 _FEMININE_HUNDREDS = re.compile(r"\b(\w+(?:ient|ent))os\b")
 
 

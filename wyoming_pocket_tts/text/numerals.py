@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .languages import LANGUAGES, Language
-from .genders import FEMININE, GERMAN_CASES, MASCULINE, NEUTER, NOMINATIVE, noun_gender
+from .genders import DUTCH_NEUTER, FEMININE, GERMAN_CASES, MASCULINE, NEUTER, NOMINATIVE, noun_gender
 from .numbers import before_noun, cardinal, decimal, digits, feminine_ordinal, ordinal, year
 from .unit_names import AMBIGUOUS
 from .units import CURRENCIES, CURRENCY_SIGNS, UNITS, Noun
@@ -74,6 +74,12 @@ _CONNECTED_NUMBER = re.compile(r"[ \u00a0]+(\w+)[ \u00a0]+[-−]?\d+(?:[.,]\d+)?
 _VOWELS = frozenset("aeiouàèéìòùh")
 # The second number of a range, whose noun the first agrees with.
 _RANGE_END = re.compile(r"[-−]?\d+(?:[.,'’ \u00a0\u202f\u2009]\d+)*")
+# A time after a whole hour, joined by a dash or a word or two ("10:00 a 12:00", "alle 12:00").
+_TIME_AFTER = re.compile(r"\s*(?:[–—-]|\w+(?:\s\w+)?)\s*\d{1,2}[:.h]\d{2}")
+# "±0,5 °C", "≈ 20 %", "~20 min": said, not dropped.
+_PLUS_MINUS = re.compile(r"±\s?(?=[\d.,])")
+_APPROXIMATELY = re.compile(r"(?:[~∼]|≈)\s?(?=[\d.,])|≈")
+_NINE_DIGIT_PHONE = re.compile(r"[2-9]\d\d(?: \d\d\d(?: (?!000)\d\d\d)|(?: \d\d){3})")
 # Articles before an hour said without its noun: "a la 1", "às 2".
 _HOUR_ARTICLES = {"es": frozenset({"la", "las"}), "pt": frozenset({"à", "às", "as"})}
 # "É 1 e 5", "São 2 e 20" (Home Assistant's Portuguese clock) at a sentence's start.
@@ -85,6 +91,9 @@ def rewrite_numerals(text: str, rules: Language) -> str:
         return text
     text = _LONG_RUN.sub(lambda match: _long_run(match, rules), text)
     text = _ORDINAL_FOR_DEGREE.sub(r"\1°", text)
+    if "±" in text or "≈" in text or "~" in text or "∼" in text:
+        text = _PLUS_MINUS.sub(f"{rules.plus_minus_word} ", text)
+        text = _APPROXIMATELY.sub(f"{rules.approximately_word} ", text)
     for pattern, say, needs_digits in _passes(rules.code):
         if needs_digits and not _DIGIT.search(text):
             continue  # all read already: the rest of the passes would only scan words
@@ -239,6 +248,8 @@ class _Speaker:
              self.numeric_date),
             (re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b"), self.numeric_date),
             (re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"), self.slashed_date),
+            # "14-03-2027" (Dutch and others write dates so; English: month first, as with "/").
+            (re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b"), self.slashed_date),
             (re.compile(rf"\b(?P<day>\d{{1,2}})(?:\.|st|nd|rd|th|er|re|ère|º|°|ª|e)?\s+(?:of\s+|de\s+)?"
                         rf"(?P<month>{self.month_re})\b(?:,?\s+(?:de\s+)?(?P<y>\d{{4}})\b)?"),
              self.named_date),
@@ -268,6 +279,9 @@ class _Speaker:
         found += [
             (re.compile(rf"(?P<a>{sign}{num})\s?[–—-]\s?(?=[-−]?{num}\s?(?:{self.unit_re})(?!\w))"),
              self.range_start),
+            # A named fraction of a unit: "1/2 L" is "half a liter", not "1/two liters".
+            (re.compile(rf"(?<![\d/])(?P<a>[1-3])/(?P<b>[234])\s?(?P<unit>{self.unit_re})(?![\w/²³'’])"),
+             self.fraction),
             (re.compile(rf"{sign}(?P<num>{num})\s?(?P<unit>{self.unit_re})(?![\w/²³'’])"), self.with_unit),
             (re.compile(rf"(?:(?<=[^\W\d])(?P<slash>/)|(?<=\s){self.rules.per_word}\s)(?P<unit>{self.unit_re})(?![\w/²³])"),
              self.per_unit),
@@ -275,7 +289,8 @@ class _Speaker:
             (re.compile(r"\b[vV](?P<parts>\d+(?:\.\d+){2,})\b|\b(?P<bare>\d+(?:\.\d+){2,})\b"),
              self.version),
             (re.compile(r"\b[vV](?P<v>\d+(?:\.\d+)?)\b"), self.short_version),
-            (re.compile(r"(?<![\w+])(?P<phone>(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,5}\)\s?)?"
+            # "+33 1 23 45 67 89": after a country code the first group may be one digit.
+            (re.compile(r"(?<![\w+])(?P<phone>(?:\+\d{1,3}[\s.-]?(?:\d[\s.-])?)?(?:\(\d{1,5}\)\s?)?"
                         r"\d{2,5}(?:[\s./-]\d{2,8}){1,5})(?![\w])"), self.phone),
             (re.compile(rf"(?P<a>{sign}{num})\s?(?:–|—|-(?=\d))\s?(?=[-−]?\d)"), self.range_start),
             (re.compile(r"(?<!\d[.,])\b(?P<code>[A-Za-z\d]*(?:[A-Za-z]\d|\d[A-Za-z])[A-Za-z\d]*(?:[.,]\d+\b)?)"),
@@ -381,7 +396,9 @@ class _Speaker:
             return self.english_clock(hour, minute, ampm.upper()) + trailing_stop
         if ampm:
             hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
-        return self.clock_words(hour, minute) + trailing_stop
+        # "de 10:00 a 12:00": "en punto" once, after the range's last hour.
+        ends_range = _TIME_AFTER.match(match.string, match.end()) is not None
+        return self.clock_words(hour, minute, whole_hour_word=not ends_range) + trailing_stop
 
     def english_clock(self, hour: int, minute: int, ampm: str) -> str:
         hour_words = cardinal(hour, "en")
@@ -392,7 +409,7 @@ class _Speaker:
         minute_words = ("oh " if minute < 10 else "") + cardinal(minute, "en")
         return f"{hour_words} {minute_words}" + (f" {ampm}" if ampm else "")
 
-    def clock_words(self, hour: int, minute: int) -> str:
+    def clock_words(self, hour: int, minute: int, whole_hour_word: bool = True) -> str:
         code, rules = self.code, self.rules
         minutes = cardinal(minute, code) if minute else ""
         if code == "de":
@@ -405,6 +422,8 @@ class _Speaker:
         hours = before_noun(hour, rules, True)
         if minutes:
             return f"{hours} {rules.and_word} {minutes}"
+        if not whole_hour_word:
+            return hours
         return {"it": f"{hours} in punto", "es": f"{hours} en punto"}.get(
             code, f"{hours} {'hora' if hour == 1 else 'horas'}")
 
@@ -499,7 +518,10 @@ class _Speaker:
     def phone(self, match: re.Match[str]) -> str:
         written = match.group("phone")
         digit_count = sum(char.isdigit() for char in written)
-        looks_dialled = written[0] in "+(0" or "-" in written or "/" in written
+        looks_dialled = written[0] in "+(0" or "-" in written or "/" in written or (
+            # Spanish and Portuguese numbers have nine digits, written in groups of three
+            # (or 3-2-2-2) with spaces: "912 345 678" is a phone, not 912 million.
+            self.code in ("es", "pt") and _NINE_DIGIT_PHONE.fullmatch(written) is not None)
         year_range = re.fullmatch(r"(?:1[1-9]\d\d|20\d\d)[–-](?:1[1-9]\d\d|20\d\d)", written)
         if digit_count < 7 or not looks_dialled or year_range:
             return match.group(0)
@@ -521,11 +543,30 @@ class _Speaker:
         return " ".join(parts)
 
     def fraction(self, match: re.Match[str]) -> str:
-        written = match.group(0)
-        if written in self.rules.fractions:
-            return self.rules.fractions[written]
-        return f"{cardinal(int(match.group('a')), self.code)} {self.rules.over_word} " \
-               f"{cardinal(int(match.group('b')), self.code)}"
+        """ "1/2", and before a noun or a unit its share of it: "media taza", "eine halbe
+        Tasse", "un quart de litre", "een half uur"."""
+        written = f"{match.group('a')}/{match.group('b')}"
+        unit = match.groupdict().get("unit")
+        name = self.rules.fractions.get(written)
+        if name is None:
+            spoken = f"{cardinal(int(match.group('a')), self.code)} {self.rules.over_word} " \
+                     f"{cardinal(int(match.group('b')), self.code)}"
+            return f"{spoken} {self.units[unit].plural}" if unit else spoken
+        noun = self.units[unit] if unit else None
+        if noun is not None:
+            gender = FEMININE if noun.feminine else MASCULINE if noun.masculine else NEUTER
+        else:
+            gender = self.counted_gender(match.string, match.end())
+            if self.code == "nl" and (word := _WORDS_AHEAD.match(match.string, match.end())):
+                gender = NEUTER if word.group(1).lower() in DUTCH_NEUTER else MASCULINE
+        if gender is None:
+            return name
+        if written == "1/2" and self.rules.half_before_noun:
+            halves = self.rules.half_before_noun
+            name = halves.get(gender) or halves[MASCULINE]
+        elif self.rules.fraction_of:
+            name = f"{name} {self.rules.fraction_of}"  # "un cuarto de taza"
+        return f"{name} {noun.singular}" if noun is not None else name
 
     def digit_string(self, match: re.Match[str]) -> str:
         return digits(match.group("digits"), self.rules)

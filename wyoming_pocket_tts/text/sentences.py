@@ -177,6 +177,8 @@ class SentenceSplitter:
             abbreviation = self._abbreviations.get(candidate.lower())
             if abbreviation is None:
                 continue
+            if abbreviation.not_after_number and (tokens.group(1) or "")[-1:].isdigit():
+                return True  # "45 min. Then": the unit, which may end a sentence
             if abbreviation.before_number:
                 return not following.isdigit()  # "Nr. 5" goes on; "I said no. Then" ends
             return abbreviation.may_end_sentence and following.isupper()
