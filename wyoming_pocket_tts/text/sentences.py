@@ -85,6 +85,11 @@ class SentenceSplitter:
 
     def add_chunk(self, chunk: str) -> Iterator[str]:
         """Add streamed text; yield each sentence that is now complete."""
+        if len(chunk) <= SLICE_CHARS:
+            return self._add(chunk)  # an LLM's delta: no generator in between
+        return self._add_slices(chunk)
+
+    def _add_slices(self, chunk: str) -> Iterator[str]:
         for start in range(0, len(chunk), SLICE_CHARS):
             yield from self._add(chunk[start:start + SLICE_CHARS])
 
