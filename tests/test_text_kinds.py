@@ -66,11 +66,6 @@ AGREEMENT = {
 }
 
 
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(AGREEMENT))
-def test_number_words_agree_with_the_noun(language: str, written: str, spoken: str) -> None:
-    check(language, written, spoken)
-
-
 # --- every unit Home Assistant reports (HassGetState: "{{ state }} {{ unit_of_measurement }}") -----
 
 UNIT_REPLIES = {
@@ -120,11 +115,6 @@ UNIT_REPLIES = {
            ("De tank bevat 1 L.", "De tank bevat één liter."),
            ("Het verbruik is 15 kWh/100km.", "Het verbruik is vijftien kilowattuur per honderd kilometer.")],
 }
-
-
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(UNIT_REPLIES))
-def test_sensor_units_are_read(language: str, written: str, spoken: str) -> None:
-    check(language, written, spoken)
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -192,11 +182,6 @@ FRACTIONS = {
 }
 
 
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(FRACTIONS))
-def test_a_fraction_before_a_noun_is_its_share_of_it(language: str, written: str, spoken: str) -> None:
-    check(language, written, spoken)
-
-
 # --- Nine digits in groups of three (Spanish, Portuguese) without 0 or +; dialled forms everywhere. ---
 
 PHONES = {
@@ -235,11 +220,6 @@ PHONES = {
          'Bel nul twee nul, één twee drie, vier vijf zes zeven.'),
     ],
 }
-
-
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(PHONES))
-def test_phone_numbers_are_read_in_digit_groups(language: str, written: str, spoken: str) -> None:
-    check(language, written, spoken)
 
 
 # --- Weekdays in schedules, units and extremes with a dot, and the symbols ≈ ~ ±. ---
@@ -304,11 +284,6 @@ ABBREVIATIONS = {
 }
 
 
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(ABBREVIATIONS))
-def test_abbreviations_and_symbols_are_said(language: str, written: str, spoken: str) -> None:
-    check(language, written, spoken)
-
-
 # --- dd-mm-yyyy (month first in English, as with slashes). ---
 
 DASHED_DATES = {
@@ -341,11 +316,6 @@ DASHED_DATES = {
          'De afspraak is op veertien maart tweeduizendzevenentwintig.'),
     ],
 }
-
-
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(DASHED_DATES))
-def test_dates_written_with_dashes_are_dates(language: str, written: str, spoken: str) -> None:
-    check(language, written, spoken)
 
 
 # --- "en punto", "in punto", "horas" after the range's last hour only. ---
@@ -386,11 +356,6 @@ TIME_RANGES = {
 }
 
 
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(TIME_RANGES))
-def test_a_range_of_whole_hours_says_the_hour_word_once(language: str, written: str, spoken: str) -> None:
-    check(language, written, spoken)
-
-
 # --- A unit's or a template's full stop left before a comma. ---
 
 STRAY_STOPS = {
@@ -425,6 +390,23 @@ STRAY_STOPS = {
 }
 
 
-@pytest.mark.parametrize(("language", "written", "spoken"), cases(STRAY_STOPS))
-def test_a_stop_before_a_comma_is_dropped(language: str, written: str, spoken: str) -> None:
+# Each kind, in every language: the test's id names the kind and the language.
+KINDS = {
+    "number_words_agree_with_the_noun": AGREEMENT,
+    "sensor_units_are_read": UNIT_REPLIES,
+    "a_fraction_before_a_noun_is_its_share_of_it": FRACTIONS,
+    "phone_numbers_are_read_in_digit_groups": PHONES,
+    "abbreviations_and_symbols_are_said": ABBREVIATIONS,
+    "dates_written_with_dashes_are_dates": DASHED_DATES,
+    "a_range_of_whole_hours_says_the_hour_word_once": TIME_RANGES,
+    "a_stop_before_a_comma_is_dropped": STRAY_STOPS,
+}
+
+
+@pytest.mark.parametrize(("language", "written", "spoken"), [
+    pytest.param(language, written, spoken, id=f"{kind}-{language}-{index}")
+    for kind, table in KINDS.items()
+    for index, (language, written, spoken) in enumerate(cases(table))
+])
+def test_each_kind_is_read(language: str, written: str, spoken: str) -> None:
     check(language, written, spoken)
