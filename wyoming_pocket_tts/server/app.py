@@ -310,6 +310,9 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     )
     # Encoding a voice is rare and slow; it gets its own workers so it never holds up frames.
     voice_executor = ThreadPoolExecutor(2, thread_name_prefix="voice")
+    # A client's long text (a megabyte event, a long chunk) is parsed and cut here, one at
+    # a time: off the event loop, and never more than one core's worth of the interpreter.
+    text_executor = ThreadPoolExecutor(1, thread_name_prefix="text")
     all_facts = config.facts() if loader is None else None
     facts = all_facts[0] if all_facts else None
     # One bound on the voices in memory for the whole server, whichever models are loaded.
@@ -324,6 +327,7 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,
         voice_executor=voice_executor,
+        text_executor=text_executor,
         warmup=None if loader else warm_up,
     )
     factory = partial(
@@ -389,5 +393,6 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         await service.close()
         synth_executor.shutdown(wait=False, cancel_futures=True)
         voice_executor.shutdown(wait=False, cancel_futures=True)
+        text_executor.shutdown(wait=False, cancel_futures=True)
         _LOGGER.info("Stopped")
     return not service.loading

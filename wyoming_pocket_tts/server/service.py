@@ -139,6 +139,9 @@ class TtsService:
     # how many models may be resident at once (see `models.ModelPool`).
     more_models: Sequence[ModelEntry] = ()
     max_loaded_models: int = 1
+    # Where long client text is parsed and cut into sentences, off the event loop (see
+    # text_work); None: the loop's default executor.
+    text_executor: Executor | None = None
     _pool: ModelPool | None = field(default=None, init=False)
     _first_loaded: bool = field(default=False, init=False)
     _preview_done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
