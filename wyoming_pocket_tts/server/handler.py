@@ -64,7 +64,7 @@ from ..core import EngineError, SessionLike, TextError, VoiceError
 from ..settings import default
 from ..text import SentenceSplitter, normalize
 from ..text.ssml import Pause, Segment, SsmlReader
-from .logsafe import clip
+from .logsafe import clip, without_paths
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot, SlotBusy
 from .loading import LoadFailed, error_text
@@ -358,14 +358,15 @@ class PocketTtsEventHandler(AsyncEventHandler):
         await super().write_event(event)
 
     async def _fail(self, message: str) -> None:
-        """Send `error`, then close the connection. Safe to call from a response task."""
+        """Send `error` (without the server's paths: see logsafe.without_paths), then close
+        the connection. Safe to call from a response task."""
         if self._closing:
             return
         self._closing = True
         _LOGGER.warning("Client %s: %s", self._peer, clip(message, 200))
         await self._cancel_responses(keep=asyncio.current_task())
         try:
-            await asyncio.wait_for(self.write_event(Error(text=message).event()), ERROR_WRITE_TIMEOUT_S)
+            await asyncio.wait_for(self.write_event(Error(text=without_paths(message)).event()), ERROR_WRITE_TIMEOUT_S)
         except asyncio.TimeoutError:
             # The client does not read: drop what is buffered for it (close() would keep
             # the socket and the buffer until it reads).
@@ -543,7 +544,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             raise
         except Exception as err:  # noqa: BLE001 - one failed synthesis must not hurt others
             if isinstance(err, VoiceError):
-                await self._fail(f"voice unavailable: {error_text(err)}")
+                await self._fail(f"voice unavailable: {err.public or error_text(err)}")
             elif isinstance(err, EngineError):
                 await self._fail(f"synthesis failed: {error_text(err)}")
             else:

@@ -7,9 +7,11 @@ reader checks every field of the header before reading anything it announces, an
 `ProtocolError` with a message meant for the client's `error` event.
 
 JSON itself is parsed with bounds too, since `json.loads` fails in ways that are not
-`JSONDecodeError`: nesting thousands deep raises RecursionError (the depth is checked on
-the raw bytes first, in linear time: see `_shape_problem`), a 5,000-digit integer raises ValueError (integers are parsed by a
-hook that refuses long ones), and NaN/Infinity or 1e999 give numbers no field can use.
+`JSONDecodeError`: nesting thousands deep raises RecursionError and a megabyte of tiny
+values takes a second to build (depth and values are checked on the raw bytes first, in
+linear time: see `_shape_problem`), a 5,000-digit integer raises ValueError (integers are
+parsed by a hook that refuses long ones), and NaN/Infinity or 1e999 give numbers no field
+can use.
 A lone UTF-16 surrogate (the escape \\ud800 alone is valid JSON) gives a str that neither
 the tokenizer nor a UTF-8 log file can encode; such characters are replaced by U+FFFD
 rather than the event refused: they come from a client's broken text handling, and
@@ -22,9 +24,9 @@ import asyncio
 import json
 import math
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from wyoming.event import Event

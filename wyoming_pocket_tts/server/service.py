@@ -155,6 +155,8 @@ class TtsService:
     # The other models' warm-ups, one per load.
     _more_warmups: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _warmup_cancels: set[threading.Event] = field(default_factory=set, init=False)
+    # Re-reads of the voices asked for by SIGHUP, while they run.
+    _rescans: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     # The task of every open connection, so that shutdown can wait for their cleanup.
     connections: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _request_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), init=False)
@@ -357,6 +359,15 @@ class TtsService:
                 return build_info(self.program_name, self.pool.voices(), loading=True)
         await self._bounded(asyncio.to_thread(self.pool.refresh))
         return build_info(self.program_name, self.pool.voices(), warming_up=self.warming_up)
+
+    def rescan(self) -> None:
+        """Re-read every model's voices files now (SIGHUP), in a thread; on the loop."""
+        if self._pool is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._bounded(asyncio.to_thread(self.pool.refresh)),
+                                                      name="voices rescan")  # fmt: skip
+        self._rescans.add(task)
+        task.add_done_callback(self._rescans.discard)
 
     @property
     def warming_up(self) -> bool:
