@@ -323,6 +323,7 @@ async def serve(config: ServerConfig, loader: Loader | None = None, own_signals:
         previewer=None if facts is None else voice_previewer(config, facts),
         more_models=more_model_entries(config, all_facts, voice_cache, precision) if all_facts else (),
         max_loaded_models=config.max_loaded_models,
+        model_wait=config.max_queue_wait,
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,
         voice_executor=voice_executor,

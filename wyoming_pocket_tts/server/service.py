@@ -139,6 +139,9 @@ class TtsService:
     # how many models may be resident at once (see `models.ModelPool`).
     more_models: Sequence[ModelEntry] = ()
     max_loaded_models: int = 1
+    # How long a request waits for a resident model to be free (to load its voice's model
+    # in its place); None: as long as it takes. The server gives --max-queue-wait.
+    model_wait: float | None = None
     # Where long client text is parsed and cut into sentences, off the event loop (see
     # text_work); None: the loop's default executor.
     text_executor: Executor | None = None
@@ -183,7 +186,8 @@ class TtsService:
         self._ready = loop.create_future()
         ready = self._ready
         default_entry = ModelEntry(self.model_name, (), self.loader, self.previewer)
-        self._pool = ModelPool([default_entry, *self.more_models], self.max_loaded_models, self._loaded)
+        self._pool = ModelPool([default_entry, *self.more_models], self.max_loaded_models, self._loaded,
+                               room_wait=self.model_wait)  # fmt: skip
         pool = self._pool
 
         def deliver(backend: Backend | None, error: BaseException | None) -> None:
