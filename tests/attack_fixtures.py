@@ -173,9 +173,10 @@ async def watched(port: int, attack: Awaitable[Any], *, min_s: float = 2.0, requ
 # -- the attacks ------------------------------------------------------------------------
 
 
-async def send_and_wait_close(port: int, data: bytes | list[bytes], timeout: float) -> list[Event]:
+async def send_and_wait_close(port: int, data: bytes | list[bytes], timeout: float,
+                              until: str | None = None) -> list[Event]:  # fmt: skip
     """Send `data` (or each block of a list, as written) from ATTACKER_HOST; the events
-    received until the server closes (or `timeout`)."""
+    received until the server closes (or `timeout`, or an event of type `until`)."""
     reader, writer = await connect(port, ATTACKER_HOST)
     events: list[Event] = []
     try:
@@ -186,6 +187,8 @@ async def send_and_wait_close(port: int, data: bytes | list[bytes], timeout: flo
             async with asyncio.timeout(timeout):
                 while (event := await async_read_event(reader)) is not None:
                     events.append(event)
+                    if event.type == until:
+                        break
     except OSError:
         pass  # the server closed on us while we wrote: what it sent was read (or lost)
     finally:
@@ -207,16 +210,18 @@ async def attack_json_bomb(port: int, timeout: float = 120.0) -> list[Event]:
 async def attack_huge_chunk(port: int, timeout: float = 120.0) -> list[Event]:
     """A stream whose one chunk is a megabyte of words with no sentence end."""
     blocks = [event_bytes(SynthesizeStart().event()),
-              event_bytes(SynthesizeChunk(text="word " * (MIB // 5)).event())]  # fmt: skip
+              event_bytes(SynthesizeChunk(text="word " * 200_000).event())]  # fmt: skip
     return await send_and_wait_close(port, blocks, timeout)
 
 
 async def attack_chunk_then_letters(port: int, letters: int = 3_000, timeout: float = 120.0) -> list[Event]:
     """A stream of 90,000 characters with no sentence end, then one-letter chunks (each
-    made the former splitter scan all that is pending again)."""
+    made the former splitter scan all that is pending again), then a describe: answered
+    once they have all been taken."""
     blocks = [event_bytes(SynthesizeStart().event()), event_bytes(SynthesizeChunk(text="word " * 18_000).event()),
-              b"".join(event_bytes(SynthesizeChunk(text="a").event()) for _ in range(letters))]  # fmt: skip
-    return await send_and_wait_close(port, blocks, timeout)
+              b"".join(event_bytes(SynthesizeChunk(text="a").event()) for _ in range(letters)),
+              event_bytes(Describe().event())]  # fmt: skip
+    return await send_and_wait_close(port, blocks, timeout, until="info")
 
 
 async def attack_wordless_streams(port: int, count: int, hold_s: float) -> list[str]:
@@ -287,9 +292,10 @@ async def attack_connection_flood(port: int, count: int) -> None:
         await asyncio.sleep(0.002)
 
 
-async def open_stream(port: int, voice: str, sentence: str = "Hello there, this is a long stream.") -> tuple[
+async def open_stream(port: int, voice: str, sentence: str = "Hello there, this is a long stream. And") -> tuple[
         asyncio.StreamReader, asyncio.StreamWriter]:  # fmt: skip
-    """A stream in `voice` from ATTACKER_HOST that speaks one sentence and stays open."""
+    """A stream in `voice` from ATTACKER_HOST that speaks a sentence and stays open (the
+    word after it shows the sentence has ended)."""
     reader, writer = await connect(port, ATTACKER_HOST)
     await async_write_event(Event(type="synthesize-start", data={"voice": {"name": voice}}), writer)
     await async_write_event(SynthesizeChunk(text=sentence + " ").event(), writer)
