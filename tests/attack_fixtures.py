@@ -197,9 +197,10 @@ async def send_and_wait_close(port: int, data: bytes | list[bytes], timeout: flo
 
 
 def json_bomb(size: int = MIB) -> bytes:
-    """A synthesize whose data section is `size` bytes of one string of escaped quotes (the
-    former nesting check's regular expression backtracked on each of them)."""
-    body = b'{"text": "' + b'\\"' * ((size - 12) // 2) + b'"}'
+    """A synthesize whose data section is `size` bytes of a string of escaped quotes that
+    never ends: the former nesting check's regular expression tried each quote as the
+    start of a string, and scanned to the end from each (hours for a MiB)."""
+    body = b'{"text": "' + b'\\"' * ((size - 10) // 2)
     return json.dumps({"type": "synthesize", "data_length": len(body)}).encode() + b"\n" + body
 
 
@@ -208,9 +209,10 @@ async def attack_json_bomb(port: int, timeout: float = 120.0) -> list[Event]:
 
 
 async def attack_huge_chunk(port: int, timeout: float = 120.0) -> list[Event]:
-    """A stream whose one chunk is a megabyte of words with no sentence end."""
+    """A stream whose one chunk is a megabyte of "a. a. a.": a sentence end at every
+    third character, none of them one (seconds of work for the sentence splitter)."""
     blocks = [event_bytes(SynthesizeStart().event()),
-              event_bytes(SynthesizeChunk(text="word " * 200_000).event())]  # fmt: skip
+              event_bytes(SynthesizeChunk(text="a. " * 333_000).event())]  # fmt: skip
     return await send_and_wait_close(port, blocks, timeout)
 
 

@@ -6,7 +6,7 @@ a `describe` on another connection is answered within DESCRIBE_WITHIN_S and anot
 client's request gets audio. What each attack did to the server before the fix (389a6f1;
 bench/attacks.py replays them, /work/notes/attacks.txt):
 
-* a 1 MiB data section of escaped quotes: the loop froze for minutes (a regular
+* a 1 MiB data section of escaped quotes: the loop froze for hours (a regular
   expression backtracking), SIGTERM ignored;
 * a 1 MB `synthesize-chunk`: the loop cut it into sentences, seconds without an answer;
 * streams that never get text: the connection table full for as long as they liked;
@@ -103,9 +103,8 @@ def test_a_megabyte_of_escaped_quotes_holds_up_no_one(server: ServerProcess) -> 
         events.extend(await attack_json_bomb(server.port, timeout=60))
 
     check_others_served(server, run(watched(server.port, attack())))
-    # Valid JSON: a one-shot text far over the length a request may have.
     assert [event.type for event in events] == ["error"]
-    assert "characters; at most 20000 are spoken at once" in events[0].data["text"]
+    assert events[0].data["text"] == "malformed event data: not valid JSON"
 
 
 @pytest.mark.parametrize("attack", [attack_huge_chunk, attack_chunk_then_letters])

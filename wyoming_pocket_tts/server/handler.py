@@ -143,14 +143,16 @@ class _TextStream:
     def pending_chars(self) -> int:
         return (self.ssml or self.splitter).pending_chars
 
-    def end(self) -> None:
-        """The text is complete: what was held back goes to the queue, then the end."""
+    def rest(self) -> list[str | Segment]:
+        """The text is complete: what was held back (to `end`). SSML's may take a while
+        (~40 ms for 100,000 characters): it may run in a worker thread."""
         if self.ssml is not None:
-            rest: list[str | Segment] = [*self.ssml.finish()]
-        else:
-            rest = [sentence] if (sentence := self.splitter.finish()) else []
-        for piece in rest:
-            self.sentences.put_nowait(piece)
+            return [*self.ssml.finish()]
+        return [sentence] if (sentence := self.splitter.finish()) else []
+
+    def end(self, rest: list[str | Segment]) -> None:
+        """What was held back goes to the queue, then the end."""
+        self.queue(rest)
         self.sentences.put_nowait(None)
 
 
@@ -450,7 +452,8 @@ class PocketTtsEventHandler(AsyncEventHandler):
         if SynthesizeStop.is_type(event.type):
             stream = self._require_stream("synthesize-stop")
             _LOGGER.debug("Request %d: text complete, %d characters", stream.request_id, stream.chars)
-            stream.end()
+            short = stream.pending_chars <= INLINE_TEXT_CHARS
+            stream.end(stream.rest() if short else await self._off_loop(stream.rest))
             self._stream = None
             return True
 
