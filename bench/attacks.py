@@ -172,7 +172,8 @@ def two_models(tree: Path, work: Path, custom_config: Path) -> tuple[ServerProce
     ]}), encoding="utf-8")  # fmt: skip
     (work / "empty").mkdir()
     server = start(tree, work, "--model", "demo", "--model", str(custom_config), "--max-loaded-models", "1",
-                   "--max-queue-wait", "3", "--voices", str(voices_file), "--voices-dir", str(work / "empty"))  # fmt: skip
+                   "--max-queue-wait", "3", "--voices", str(voices_file),
+                   "--voices-dir", str(work / "empty"))  # fmt: skip
     ready(server)
     result: list[str] = []
 
@@ -221,8 +222,12 @@ def run_one(name: str, tree: Path, work: Path, custom_config: Path | None) -> li
         asyncio.run(served(server.port, timeout=120))  # loaded and warmed up
         watch, figure = ATTACKS[name](server, work)
     ended = stop(server)
-    worst = "-" if watch is None else (f"{watch.worst_describe * 1000:.0f} ms"
-                                       if watch.worst_describe < DESCRIBE_TIMEOUT_S else "no answer in 5 s")  # fmt: skip
+    if watch is None:
+        worst = "-"
+    elif watch.worst_describe < DESCRIBE_TIMEOUT_S:
+        worst = f"{watch.worst_describe * 1000:.0f} ms"
+    else:
+        worst = f"no answer in {DESCRIBE_TIMEOUT_S:g} s"
     others = "-" if watch is None or not watch.requests else f"{watch.requests.count(None)}/{len(watch.requests)}"
     return [name, str(tree), worst, others, figure.replace("|", "/"), ended]
 

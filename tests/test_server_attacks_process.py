@@ -239,9 +239,10 @@ def test_the_other_models_voice_gets_an_answer_while_a_stream_keeps_the_model(tm
         {"name": "oma", "audio": "oma.wav", "model": str(custom.config_path)},
     ]}), encoding="utf-8")  # fmt: skip
     (tmp_path / "empty").mkdir()
-    with ready_server_process(tmp_path, "--model", "demo", "--model", str(custom.config_path),
-                              "--max-loaded-models", "1", "--max-queue-wait", str(QUEUE_WAIT_S),
-                              "--voices", str(voices_file), "--voices-dir", str(tmp_path / "empty")) as server:  # fmt: skip
+    options = ["--model", "demo", "--model", str(custom.config_path), "--max-loaded-models", "1",
+               "--max-queue-wait", str(QUEUE_WAIT_S), "--voices", str(voices_file),
+               "--voices-dir", str(tmp_path / "empty")]  # fmt: skip
+    with ready_server_process(tmp_path, *options) as server:
 
         async def go() -> tuple[str | None, float, float]:
             reader, writer = await open_stream(server.port, "papa")  # speaks, and stays open

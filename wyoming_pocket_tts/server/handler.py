@@ -22,6 +22,11 @@ What one connection may cost is bounded:
 * A connection with nothing in flight that sends no complete event for ``idle_timeout``
   seconds is closed (an idle socket, or a header that never ends). While a request is in
   flight the clock does not run: a streamed request may wait long for its LLM's next words.
+  Except for a stream that got no word yet: it ends ``idle_timeout`` after its start.
+* Streamed text: at most MAX_PENDING_TEXT_CHARS without a sentence end, and at most
+  MAX_QUEUED_TEXT_CHARS cut into sentences and waiting to be spoken. A long text (an event
+  of a megabyte) is parsed and cut in a worker thread, never on the event loop (see
+  text_work.py), and that work stops when the client leaves.
 
 Any protocol violation or failed synthesis ends the connection the same way: an `error`
 event with a readable text, then the socket closes (Home Assistant ignores `error` events
@@ -368,7 +373,8 @@ class PocketTtsEventHandler(AsyncEventHandler):
         _LOGGER.warning("Client %s: %s", self._peer, clip(message, 200))
         await self._cancel_responses(keep=asyncio.current_task())
         try:
-            await asyncio.wait_for(self.write_event(Error(text=without_paths(message)).event()), ERROR_WRITE_TIMEOUT_S)
+            error = Error(text=without_paths(message)).event()
+            await asyncio.wait_for(self.write_event(error), ERROR_WRITE_TIMEOUT_S)
         except asyncio.TimeoutError:
             # The client does not read: drop what is buffered for it (close() would keep
             # the socket and the buffer until it reads).

@@ -23,8 +23,8 @@ from ..core.logsafe import DEFAULT_CLIP, clip
 __all__ = ["DEFAULT_CLIP", "RepeatLimiter", "clip", "without_paths"]
 
 # The directories of an absolute path: a slash that starts a word (not one in a URL's
-# "//" or in "a/b"), up to the last slash before the file name.
-_DIRECTORIES = re.compile(r"(?<![\w.~:/-])/(?:[^\s/'\"(),;]*/)*")
+# "//", in "a/b" or alone), up to the last slash before the file name.
+_DIRECTORIES = re.compile(r"(?<![\w.~:/-])/(?:[^\s/'\"(),;]+/)*(?=[^\s/'\"(),;])")
 
 
 def without_paths(text: str) -> str:
