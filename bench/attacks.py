@@ -16,7 +16,7 @@ is over (or has run for its time), ended the server within 10 s.
 
   json-bomb    a synthesize whose 1 MiB data section is one string of escaped quotes
   huge-chunk   a stream whose one chunk is 1 MB of words without a sentence end
-  letters      a stream of 90,000 characters without a sentence end, then 3,000
+  letters      a stream of 40,000 characters without a sentence end, then 3,000
                one-letter chunks and a describe on the same connection
   wordless     16 connections (the whole table) from one address, each a stream that
                never gets text, held 10 s: how they ended

@@ -1,6 +1,6 @@
 """normalize() per reply: median and p99 over a few hundred Home Assistant and LLM replies.
 
-    python bench/normalize_bench.py [--replies 400] [--seed 15]
+    python bench/normalize_bench.py [--replies 400] [--seed 15] [--long]
 
 Replies are made from templates of what Home Assistant intents, sensor states and LLM
 agents say, in all seven languages, with seeded random values. Reported, side by side in
@@ -10,7 +10,8 @@ against sentence_stream's SentenceBoundaryDetector over the same replies in 5-ch
 chunks (their ratio; the splitter must not slow first audio). SSML replies (the same
 replies wrapped in speak, s, break, prosody, voice, say-as and sub, as an LLM writes them)
 are read by SsmlReader and each segment normalised, as the server does: in one piece, and
-streamed in 5-character chunks.
+streamed in 5-character chunks. `--long` also times degenerate input once each (20,000 and
+200,000 digits, "999 " * 1500).
 """
 
 from __future__ import annotations
@@ -54,6 +55,28 @@ TEMPLATES: dict[str, list[str]] = {
     "pt": ["Estão {tc} °C.", "São {h24}:{mm}.", "A humidade é {p} %", "A eletricidade custa {moneyc} €."],
     "es": ["Hace {tc} °C.", "Son las {h24}:{mm}.", "La humedad es {p} %", "La luz cuesta {moneyc} € hoy."],
     "nl": ["Het is {tc} °C.", "Het is {h24}:{mm}.", "De luchtvochtigheid is {p} %", "Stroom kost {moneyc} €."],
+}
+# Issue 28's kinds, from Home Assistant's own templates (timers, clock, sensor units) and
+# recipes and schedules as an LLM writes them: added to each language's templates.
+MORE_TEMPLATES: dict[str, list[str]] = {
+    "en": ["1 hour and {d} minutes left.", "The download speed is {kwh} Mbit/s, {w} GB used.",
+           "Add 1/2 cup of milk; open Mon–Fri {h24}:00–18:00."],
+    "de": ["Noch 1 Stunde und {d} Minuten.", "Die Downloadrate beträgt {kwhc} Mbit/s, {w} GB belegt.",
+           "Geöffnet Mo–Fr 8–18 Uhr, ca. ±0,5 °C, Termin am {d}-03-2027."],
+    "fr": ["1 heure et {d} minutes restantes.", "Le débit est de {kwhc} Mbit/s, pluie {tc} mm/h."],
+    "it": ["1 ora e {d} minuti rimanenti.", "Aggiungi 1/2 tazza di zucchero, {w} L di acqua."],
+    "pt": ["É 1 e {d}.", "Ligue para 912 345 678, restam 2 horas e {d} minutos."],
+    "es": ["Es la 1 y {d} de la madrugada.", "Añade 1/2 taza de azúcar; abierto lun-vie de 9:00 a 18:00."],
+    "nl": ["1 uur en {d} minuten", "De afspraak is op {d}-03-2027, 1/2 uur, {kwhc} Mbit/s."],
+}
+for _language, _more in MORE_TEMPLATES.items():
+    TEMPLATES[_language] = [*TEMPLATES[_language], *_more]
+
+# Degenerate input (issue 27): each is normalised once and its CPU time reported.
+LONG_INPUTS = {
+    '"999 " * 1500': "999 " * 1500,
+    "20,000 digits": "1" * 20_000,
+    "200,000 digits": "1" * 200_000,
 }
 
 
@@ -143,6 +166,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replies", type=int, default=400)
     parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--long", action="store_true",
+                        help="also time degenerate input (long digit runs; minutes on code before issue 27)")
     args = parser.parse_args()
     made = replies(args.replies, args.seed)
     normalize("warm up the imports and compiled patterns: 1 °C", "en")
@@ -166,6 +191,15 @@ def main() -> None:
               f"{statistics.median(cpu):11.1f} {p99(cpu):9.1f}")
     print(f"SentenceSplitter / sentence_stream CPU median ratio: "
           f"{statistics.median(ours[1]) / statistics.median(library[1]):.2f}")
+    if args.long:
+        for name, text in LONG_INPUTS.items():
+            started = time.thread_time()
+            try:
+                normalize(text, "en")
+                outcome = "ok"
+            except Exception as error:  # noqa: BLE001 - reported, as the server would have
+                outcome = f"{type(error).__name__}: {str(error)[:60]}"
+            print(f"normalize({name}): {time.thread_time() - started:.3f} s CPU, {outcome}")
 
 
 if __name__ == "__main__":

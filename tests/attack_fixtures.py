@@ -217,10 +217,10 @@ async def attack_huge_chunk(port: int, timeout: float = 120.0) -> list[Event]:
 
 
 async def attack_chunk_then_letters(port: int, letters: int = 3_000, timeout: float = 120.0) -> list[Event]:
-    """A stream of 90,000 characters with no sentence end, then one-letter chunks (each
+    """A stream of 40,000 characters with no sentence end, then one-letter chunks (each
     made the former splitter scan all that is pending again), then a describe: answered
     once they have all been taken."""
-    blocks = [event_bytes(SynthesizeStart().event()), event_bytes(SynthesizeChunk(text="word " * 18_000).event()),
+    blocks = [event_bytes(SynthesizeStart().event()), event_bytes(SynthesizeChunk(text="word " * 8_000).event()),
               b"".join(event_bytes(SynthesizeChunk(text="a").event()) for _ in range(letters)),
               event_bytes(Describe().event())]  # fmt: skip
     return await send_and_wait_close(port, blocks, timeout, until="info")

@@ -4,16 +4,19 @@ tokenizers, and voice recordings, all made locally in seconds."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import soundfile
 import torch
 import yaml
 from safetensors.torch import save_file
 
+from wyoming_pocket_tts.engine import TTSModel
 from wyoming_pocket_tts.engine.catalog import catalog
 from wyoming_pocket_tts.engine.config import parse_config
 from tokenizer_fixtures import make_sentencepiece_model
@@ -80,3 +83,23 @@ def write_voice_recording(path: Path, seconds: float = 3.0, rate: int = 24000, c
     path.parent.mkdir(parents=True, exist_ok=True)
     soundfile.write(str(path), signal.astype(np.float32), rate, subtype="PCM_16")
     return path
+
+
+def observe_steps_and_decodes(model: TTSModel, monkeypatch: pytest.MonkeyPatch,
+                               observe: Callable[[str], Any]) -> list[Any]:
+    """Patch the model's FlowLM steps (a reply's first, and the batched ones) and its Mimi
+    decode so that each call first appends `observe("step")` or `observe("decode")`, made
+    in the calling thread, to the list returned."""
+    seen: list[Any] = []
+    flow_lm, mimi = model.network.flow_lm, model.network.mimi
+
+    def spying(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            seen.append(observe(kind))
+            return method(*args, **kwargs)
+        return spy
+
+    monkeypatch.setattr(flow_lm, "step", spying("step", flow_lm.step))
+    monkeypatch.setattr(flow_lm, "step_rows", spying("step", flow_lm.step_rows))
+    monkeypatch.setattr(mimi, "decode", spying("decode", mimi.decode))
+    return seen

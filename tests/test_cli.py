@@ -87,7 +87,7 @@ def test_defaults(tmp_path, monkeypatch):
     assert cfg.data_dir.is_dir()
     assert cfg.hf_token is None
     assert cfg.library == VoiceLibraryConfig(tmp_path / "xdg" / "wyoming-pocket-tts")
-    assert cfg.max_concurrent == 2
+    assert cfg.max_concurrent == 4
     assert cfg.precision == "auto"
     assert cfg.zeroconf_name is None and cfg.language is None and cfg.threads is None
     assert cfg.generation == GenerationOptions()

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import yaml
 from safetensors.torch import load_file
 
-from engine_fixtures import local_architecture, write_voice_recording
+from engine_fixtures import local_architecture, observe_steps_and_decodes, write_voice_recording
 from wyoming_pocket_tts.engine import (
     CATALOG,
     GenerationOptions,
@@ -103,63 +103,6 @@ def test_two_threads_give_the_serial_audio_and_leave_the_voice_untouched(demo_mo
         assert torch.equal(k, old)
 
 
-def _observe_steps_and_decodes(model: TTSModel, monkeypatch: pytest.MonkeyPatch,
-                               observe: Callable[[str], Any]) -> list[Any]:
-    """Patch the model's FlowLM step and Mimi decode so that each call first appends
-    `observe("step")` or `observe("decode")`, made in the calling thread, to the list returned."""
-    seen: list[Any] = []
-    flow_lm, mimi = model.network.flow_lm, model.network.mimi
-
-    def spying(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        def spy(*args: Any, **kwargs: Any) -> Any:
-            seen.append(observe(kind))
-            return method(*args, **kwargs)
-        return spy
-
-    monkeypatch.setattr(flow_lm, "step", spying("step", flow_lm.step))
-    monkeypatch.setattr(mimi, "decode", spying("decode", mimi.decode))
-    return seen
-
-
-def test_the_first_frame_has_every_core_in_the_callers_thread(demo_model: TTSModel, voice: VoiceState,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first step and decode run where the caller runs, with every core; the later
-    steps in the FlowLM thread and the later decodes beside them, one core each."""
-    monkeypatch.setattr(demo_model, "threads", 2)
-    calls = _observe_steps_and_decodes(
-        demo_model, monkeypatch, lambda kind: (kind, threading.current_thread().name, torch.get_num_threads()))
-    caller = threading.current_thread().name
-    threads_before = torch.get_num_threads()
-    try:
-        frames = list(demo_model.synthesize(TEXT, voice, SEEDED))
-    finally:
-        torch.set_num_threads(threads_before)
-    steps = [call for call in calls if call[0] == "step"]
-    decodes = [call for call in calls if call[0] == "decode"]
-    assert len(steps) == len(frames) > 3
-    assert calls[:2] == [("step", caller, 2), ("decode", caller, 2)]
-    assert set(steps[1:]) == {("step", "flow-lm", 1)}
-    assert set(decodes[1:]) == {("decode", caller, 1)}
-
-
-def test_a_session_keeps_one_flow_lm_thread_and_it_ends_with_the_session(
-        demo_model: TTSModel, voice: VoiceState, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every chunk and sentence of a response hands its steps to the same FlowLM thread,
-    which does not outlive the session."""
-    threads = _observe_steps_and_decodes(demo_model, monkeypatch, lambda kind: threading.current_thread())
-    session = demo_model.session(voice, SEEDED)
-    for sentence in ("The kitchen lights are on.", "The door is locked."):
-        assert list(session.speak(sentence))
-    flow_lm_threads = {thread for thread in threads if thread.name == "flow-lm"}
-    assert len(flow_lm_threads) == 1
-    (flow_lm_thread,) = flow_lm_threads
-    assert flow_lm_thread.is_alive()  # kept for the next sentence
-    del session
-    gc.collect()
-    flow_lm_thread.join(timeout=10)
-    assert not flow_lm_thread.is_alive()
-
-
 class _Probe(torch.Tensor):
     """A tensor subclass that counts how often its `__torch_function__` is consulted."""
 
@@ -183,7 +126,7 @@ def test_frames_are_made_in_inference_mode_without_subclass_overrides(
     half its time (kernels.inference): each step and decode, in any thread, skips it."""
     probe = torch.zeros(1).as_subclass(_Probe)
     assert _overrides_consulted(probe)  # the probe works out here
-    modes = _observe_steps_and_decodes(
+    modes = observe_steps_and_decodes(
         demo_model, monkeypatch, lambda kind: (kind, torch.is_inference_mode_enabled(), _overrides_consulted(probe)))
     frames = list(demo_model.synthesize(TEXT, voice, SEEDED))
     assert len(frames) > 3

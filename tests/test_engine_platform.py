@@ -55,7 +55,7 @@ def _reference_product(linear: torch.nn.Linear, x: torch.Tensor, engine_name: st
 @pytest.mark.parametrize("global_engine", [name for name in SUPPORTED if name != "none"])
 def test_an_int8_linear_packs_for_its_platform_whatever_the_global_engine(global_engine: str) -> None:
     linear = _float_linear()
-    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(1, 3, 64, generator=torch.Generator().manual_seed(1))  # one reply's three positions
     previous = torch.backends.quantized.engine
     torch.backends.quantized.engine = global_engine
     try:

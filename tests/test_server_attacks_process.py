@@ -116,10 +116,14 @@ def test_a_megabyte_chunk_or_a_long_pending_text_holds_up_no_one(server: ServerP
 
     check_others_served(server, run(watched(server.port, go())))
     if attack is attack_huge_chunk:
+        # Refused: pending without a sentence end, or (cut at 1,000 characters when no
+        # sentence ends) queued faster than it is spoken.
         assert [event.type for event in events] == ["error"]
-        assert "no sentence end in 100000 characters" in events[0].data["text"]
-    else:  # every chunk was taken (the describe after them was answered)
-        assert [event.type for event in events] == ["info"]
+        assert any(reason in events[0].data["text"] for reason in (
+            "no sentence end in 100000 characters", "arrives much faster than it is spoken"))  # fmt: skip
+    else:  # every chunk was taken (the describe after them was answered; audio may come first)
+        types = [event.type for event in events]
+        assert types[-1] == "info" and "error" not in types, types
 
 
 def test_sigterm_is_honoured_during_an_attack(tmp_path: Path) -> None:

@@ -59,10 +59,11 @@ async def request(port: int, mode: str, text: str) -> Response:
     return response
 
 
-def engine_texts(tmp_path: Path, mode: str, text: str, reply: ReplyOptions = ReplyOptions()) -> list[str]:
+def engine_texts(tmp_path: Path, mode: str, text: str, reply: ReplyOptions = ReplyOptions(),
+                 frames_per_word: int = 2) -> list[str]:
     """What the fake engine is asked to say for one request to an in-process server; for a
     request that fails, ["error: MESSAGE"], and the engine must have been asked nothing."""
-    model = FakeModel(frame_delay=0.0)
+    model = FakeModel(frame_delay=0.0, frames_per_word=frames_per_word)
 
     async def go() -> Response:
         async with inprocess_server(fake_backend(model, reply), tmp_path) as port:
@@ -108,6 +109,16 @@ def test_no_normalize_sends_the_text_as_written(tmp_path, mode: str) -> None:
 def test_a_reply_of_emoji_alone_is_a_clear_error(tmp_path) -> None:
     [error] = engine_texts(tmp_path, "one-shot", "👍🎉")
     assert error.startswith("error: cannot speak this text")
+
+
+def test_a_number_longer_than_int_reads_is_spoken(tmp_path) -> None:
+    # 4,500 digits in groups of three: one number to the patterns, more digits than
+    # Python's int() reads (it was an "internal error"). Streamed, sentences are bounded
+    # (text.sentences.MAX_SENTENCE_CHARS): no sentence holds such a number.
+    texts = engine_texts(tmp_path, "one-shot", "Count: " + "100 " * 1500 + "Done.", frames_per_word=1)
+    assert texts and not any(text.startswith("error") for text in texts), texts[:1]
+    assert not any(char.isdigit() for text in texts for char in text)
+    assert texts[-1].endswith("Done.")
 
 
 # -- the real server ---------------------------------------------------------------------

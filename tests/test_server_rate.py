@@ -10,6 +10,7 @@ values 1.25 and 0.5 s; the voices of its voices file override them (or not).
 from __future__ import annotations
 
 import asyncio
+import math
 
 import numpy as np
 import pytest
@@ -182,6 +183,9 @@ def test_settings_accept_exactly_what_the_audio_package_accepts(name, check, low
             setting.check(value)
         with pytest.raises(ValueError):
             check(value)
+    for value in (math.nan, math.inf, "nan", "-inf"):  # a voices file's .nan, a request's NaN
+        with pytest.raises(SettingError, match="finite"):
+            setting.check(value)
 
 
 @pytest.mark.parametrize(

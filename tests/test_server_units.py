@@ -154,55 +154,6 @@ def test_scheduler_prefers_continuations_and_drops_cancelled_waiters():
     assert (stats.running, stats.waiting) == (0, 0)
 
 
-def test_scheduler_limit_follows_measured_solo_speed():
-    async def go():
-        scheduler = SynthesisScheduler(2)
-        assert scheduler.limit == 2  # nothing measured: the cap
-        # A synthesis alone at ~1x real time: two at once would each fall below real time.
-        async with scheduler.slot() as slot:
-            await asyncio.sleep(0.3)
-            slot.add_audio(0.6)
-        slow_limit = scheduler.limit
-        slow_speed = scheduler.stats.solo_speed
-
-        running, peak = 0, 0
-
-        async def job():
-            nonlocal running, peak
-            async with scheduler.slot() as slot:
-                running += 1
-                peak = max(peak, running)
-                await asyncio.sleep(0.02)
-                running -= 1
-                slot.add_audio(0.1)  # too little audio to count as a measurement
-
-        await asyncio.gather(job(), job(), job())
-        serial_peak = peak
-
-        # Several fast solo runs: the moving average climbs, two at once are allowed again.
-        for _ in range(10):
-            async with scheduler.slot() as slot:
-                await asyncio.sleep(0.01)
-                slot.add_audio(5.0)
-        fast_limit = scheduler.limit
-        peak = 0
-        await asyncio.gather(job(), job(), job())
-        # Overlapping slots do not count as solo measurements.
-        speed_before = scheduler.stats.solo_speed
-        async with scheduler.slot() as a, scheduler.slot() as b:
-            await asyncio.sleep(0.3)
-            a.add_audio(0.6)
-            b.add_audio(0.6)
-        return slow_speed, slow_limit, serial_peak, fast_limit, peak, speed_before, scheduler.stats
-
-    slow_speed, slow_limit, serial_peak, fast_limit, parallel_peak, speed_before, stats = asyncio.run(go())
-    assert slow_speed < 2.4 and slow_limit == 1
-    assert serial_peak == 1
-    assert fast_limit == 2 and parallel_peak == 2
-    assert stats.solo_speed == speed_before
-    assert (stats.running, stats.waiting) == (0, 0)
-
-
 def test_scheduler_rejects_zero():
     with pytest.raises(ValueError):
         SynthesisScheduler(0)

@@ -2,18 +2,17 @@
 downloaded browser), on the real server with the demo model: record from a fake
 microphone, upload a phone's recording, preview, edit, make default, delete; after each
 change the same server over Wyoming lists it and speaks with it. Also: the page under
-Home Assistant's ingress prefix (a stand-in proxy), two tabs, the keyboard, and
-screenshots at desktop and phone width, light and dark.
+Home Assistant's ingress prefix (a stand-in proxy), two tabs, the keyboard, and the
+layout at desktop and phone width, light and dark (bench/voices_page_shots.py takes the
+screenshots).
 
-One browser and one server for the module. Screenshots go to $POCKET_TTS_SHOTS if set
-(the closing note's), else into the test's temporary folder.
+One browser and one server for the module.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import re
 import tempfile
 import threading
@@ -26,6 +25,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from engine_fixtures import local_architecture
 from server_fixtures import describe, free_port, one_shot, start_server_process, stop_cleanly, wait_voices
 from web_fixtures import CHROMIUM_ARGS, encode, ensure_chromium, speech
 
@@ -56,7 +56,6 @@ class Site:
     voices_dir: Path
     server: object
     speech_wav: Path
-    shots: Path
 
     def speaks(self, voice: str | None) -> str:
         """A synthesize in `voice` answers with audio, spoken in that voice (the log says so)."""
@@ -80,9 +79,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     server = start_server_process(folder, "--http", f"127.0.0.1:{page_port}", "--voices-dir", str(voices_dir))
     try:
         wait_voices(server, port_timeout=60)
-        shots = Path(os.environ.get("POCKET_TTS_SHOTS") or folder / "shots")
-        shots.mkdir(parents=True, exist_ok=True)
-        yield Site(server.port, f"http://127.0.0.1:{page_port}/", voices_dir, server, wav, shots)
+        yield Site(server.port, f"http://127.0.0.1:{page_port}/", voices_dir, server, wav)
     finally:
         stop_cleanly(server)
 
@@ -179,17 +176,25 @@ def test_bad_recordings_are_refused_on_the_page(page: Page, site: Site, tmp_path
     assert not any(path.stem == "evil" for path in site.voices_dir.rglob("*"))
 
 
-def test_preview_plays_the_voice(page: Page, site: Site) -> None:
-    page.get_by_label("Sentence to hear").fill("The front door is locked.")
-    item = voice_item(page, "demo")
+def preview(page: Page, name: str) -> float:
+    """Preview `name` on the page; it played sound, streamed in pieces. Returns the seconds
+    played."""
+    item = voice_item(page, name)
     item.get_by_role("button", name="Preview").click()
     status = item.locator(".preview-status")
     expect(status).to_have_attribute("data-state", "done")
-    played = float(status.get_attribute("data-played"))
-    first = float(status.get_attribute("data-first"))
-    assert played > 0.3 and int(status.get_attribute("data-buffers")) > 1  # streamed in pieces
-    assert 0 < first < 30  # generous: the machine is shared; the figure is shown on the page
     expect(status).to_contain_text("Played")
+    played = float(status.get_attribute("data-played"))
+    assert played > 0.3 and int(status.get_attribute("data-buffers")) > 1  # streamed in pieces
+    assert float(status.get_attribute("data-peak")) > 0.01  # sound, not silence
+    return played
+
+
+def test_preview_plays_the_voice(page: Page, site: Site) -> None:
+    page.get_by_label("Sentence to hear").fill("The front door is locked.")
+    preview(page, "demo")
+    first = float(voice_item(page, "demo").locator(".preview-status").get_attribute("data-first"))
+    assert 0 < first < 30  # generous: the machine is shared; the figure is shown on the page
 
 
 def test_edit_make_default_and_delete(page: Page, site: Site, tmp_path: Path) -> None:
@@ -202,14 +207,18 @@ def test_edit_make_default_and_delete(page: Page, site: Site, tmp_path: Path) ->
     item.get_by_label("Description").fill("Aunt May, slowly")
     item.get_by_label("Speaking rate").fill("1.3")
     item.get_by_label("Pause between sentences").fill("0.4")
+    item.get_by_label("Temperature").fill("0.5")
     item.get_by_role("button", name="Save").click()
     expect(page.locator("#status")).to_contain_text("Voice Aunt May changed")
-    expect(voice_item(page, "Aunt May").locator(".voice-settings")).to_contain_text("rate 1.3, pause 0.4 s")
+    expect(voice_item(page, "Aunt May").locator(".voice-settings")).to_contain_text(
+        "rate 1.3, pause 0.4 s, temperature 0.5")
     info, _ = wyoming(describe(site.port))
     assert next(v for v in info.tts[0].voices if v.name == "Aunt May").description == "Aunt May, slowly"
     text = (site.voices_dir / "voices.yaml").read_text()
-    assert "length_scale: 1.3" in text and "sentence_silence: 0.4" in text
+    assert "length_scale: 1.3" in text and "sentence_silence: 0.4" in text and "temperature: 0.5" in text
     assert site.speaks("Aunt May") == "Aunt May"
+    # The edited voice's item was drawn anew: its Preview still plays, and says so.
+    preview(page, "Aunt May")
 
     voice_item(page, "Aunt May").get_by_role("button", name="Make default").click()
     expect(page.locator("#status")).to_contain_text("Aunt May is now the default voice")
@@ -283,17 +292,16 @@ def test_controls_have_names_and_work_from_the_keyboard(page: Page) -> None:
     expect(voice_item(page, "Grandpa")).to_have_count(1)
 
 
-def test_screenshots_desktop_and_phone_light_and_dark(page: Page, site: Site) -> None:
+def test_layout_at_desktop_and_phone_width_light_and_dark(page: Page) -> None:
+    voice_item(page, "demo").get_by_role("button", name="Edit").click()  # the widest part open too
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
-        for label, size in (("desktop", {"width": 1280, "height": 900}), ("phone", {"width": 390, "height": 844})):
+        for size in ({"width": 1280, "height": 900}, {"width": 390, "height": 844}):
             page.set_viewport_size(size)
-            page.screenshot(path=site.shots / f"voices-page-{label}-{scheme}.png", full_page=True)
             # Nothing is wider than the screen: no sideways scrolling on a phone.
             assert page.evaluate("() => document.documentElement.scrollWidth") <= size["width"]
         background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
         assert background == ("rgb(17, 17, 17)" if scheme == "dark" else "rgb(250, 250, 250)")
-    assert len(list(site.shots.glob("voices-page-*.png"))) == 4
 
 
 # -- under Home Assistant's ingress -------------------------------------------------------
@@ -356,10 +364,14 @@ class IngressProxy:
         self._thread.join(10)
 
 
-def test_the_page_under_the_ingress_prefix(browser, tmp_path: Path) -> None:
+def test_the_page_under_the_ingress_prefix_with_two_models(browser, tmp_path: Path) -> None:
+    """The add-on's way in, serving two models: a voice recorded for the second one (chosen
+    on the page) is saved in its sub-folder, listed, previewed and spoken by that model."""
     page_port = free_port()
     (tmp_path / "voices").mkdir()
-    server = start_server_process(tmp_path, "--http", f"0.0.0.0:{page_port}", "--http-ingress", "127.0.0.2",
+    second = local_architecture("english_7m_2026-10", tmp_path / "model")
+    server = start_server_process(tmp_path, "--model", "demo", "--model", str(second.config_path),
+                                  "--http", f"0.0.0.0:{page_port}", "--http-ingress", "127.0.0.2",
                                   "--voices-dir", str(tmp_path / "voices"))  # fmt: skip
     try:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # asyncio, off Playwright's thread
@@ -378,12 +390,19 @@ def test_the_page_under_the_ingress_prefix(browser, tmp_path: Path) -> None:
                 expect(page.locator("#voices-loading")).to_be_hidden()
                 samples, rate, _ = speech(tmp_path, seconds=7.0)
                 upload(page, tmp_path / "ingress.ogg", samples, rate, "ogg-opus")
+                model = page.get_by_label("Model", exact=True)
+                expect(model.locator("option")).to_have_count(2)
+                model.select_option(index=1)
                 save_new_voice(page, "Ingress voice")
-                item = voice_item(page, "Ingress voice")
-                item.get_by_role("button", name="Preview").click()
-                expect(item.locator(".preview-status")).to_have_attribute("data-state", "done")
+                expect(voice_item(page, "Ingress voice").locator(".voice-facts")).to_contain_text(
+                    "model english_7m_2026-10")
+                preview(page, "Ingress voice")
             finally:
                 page.close()
         assert "Ingress voice" in voice_names(server.port)
+        assert [path.name for path in (tmp_path / "voices").rglob("*.flac")] == ["Ingress voice.flac"]
+        assert "english_7m" in next((tmp_path / "voices").rglob("*.flac")).parent.name
+        response = wyoming(one_shot(server.port, "Hello from the second model.", voice="Ingress voice", timeout=120))
+        assert response.error is None and response.audio, response.types
     finally:
         stop_cleanly(server)

@@ -153,14 +153,16 @@ def test_a_200_mb_upload_is_refused_without_being_read(page: Page) -> None:
                 sock.sendall(b"%x\r\n%s\r\n" % (len(block), block))
                 sent += len(block)
                 if sent % (4 * 1024 * 1024) == 0:
-                    describe_times.append(asyncio.run(describe(page.server.port))[1])
+                    describe_times.append(asyncio.run(describe(page.server.port, timeout=30))[1])
         except (BrokenPipeError, ConnectionResetError):
             pass
         reader.join(30)
     status, body = answer["response"]
     assert (status, body["error"]) == (413, "too_large")
     assert sent < 100 * 1024 * 1024, sent  # stopped near the 15 MB limit, not after 200 MB
-    assert describe_times and max(describe_times) < 1.0, describe_times
+    # Wyoming kept answering while the upload streamed in (a bound far from any tight figure:
+    # the machine is shared; an upload that blocked the loop would stall describe for good).
+    assert describe_times and max(describe_times) < 10.0, describe_times
     assert _files(page.voices_dir) == before
 
 

@@ -227,6 +227,15 @@ def test_edit_default_and_delete(tmp_path: Path, voice) -> None:
     with pytest.raises(StoreError) as caught:
         store.edit(marius, None, Settings("", {"length_scale": 7}))
     assert caught.value.code == "setting_bad" and "at most 2" in str(caught.value)
+    # What the page offers: the add-on's temperature bound (the command line has none), and
+    # no NaN or infinity (JSON from a script can hold them; they would break every synthesis).
+    before = store.voices_file.read_text()
+    for values, words in (({"temperature": 2.5}, "at most 2"), ({"temperature": float("inf")}, "finite"),
+                          ({"length_scale": float("nan")}, "finite")):  # fmt: skip
+        with pytest.raises(StoreError, match=words) as caught:
+            store.edit(marius, None, Settings(None, values))
+        assert caught.value.code == "setting_bad"
+    assert store.voices_file.read_text() == before
     store.set_default(oma)
     assert parse_voices_file(store.voices_file).default == "Oma"
     with pytest.raises(StoreError):
@@ -449,6 +458,12 @@ def test_routes_add_edit_default_delete(tmp_path: Path, voice) -> None:
                 state = (await r.json())["state"]
             assert state["voices"][0]["name"] == "Oma" and state["voices"][0]["default"]
             assert state["voices"][0]["settings"]["temperature"] == 0.5
+            # A field left out is kept: only the setting sent changes.
+            patch = {"version": state["voices"][0]["version"], "length_scale": 1.1}
+            async with session.patch(base + "api/voices/Oma", json=patch, headers={CSRF_HEADER: csrf}) as response:
+                state = (await response.json())["state"]
+            assert (state["voices"][0]["ownDescription"], state["voices"][0]["settings"]) == (
+                "Oma reads", {"length_scale": 1.1, "sentence_silence": None, "temperature": 0.5})
             version = state["voices"][0]["version"]
             async with session.delete(base + "api/voices/Oma", params={"version": version},
                                       headers={CSRF_HEADER: csrf}) as response:  # fmt: skip

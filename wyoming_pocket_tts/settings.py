@@ -18,6 +18,7 @@ Adding a setting is one entry here plus the code that uses its value. Imports no
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -170,6 +171,9 @@ class Setting:
             raise SettingError(f"{self.name} must be a {kind_name}, not {value!r}") from None
         if self.kind is int and isinstance(value, float) and value != number:
             raise SettingError(f"{self.name} must be a whole number, not {value!r}")
+        # NaN passes every bound below (each comparison is false), and infinity any open one.
+        if not math.isfinite(number):
+            raise SettingError(f"{self.name} must be a finite {kind_name}, not {value!r}")
         if self.minimum is not None:
             if self.above_minimum and number <= self.minimum:
                 raise SettingError(f"{self.name} must be greater than {self.minimum:g}, got {value}")
@@ -280,7 +284,8 @@ SETTINGS: tuple[Setting, ...] = (
             "library", minimum=0.0, above_minimum=True, field="cache_mb"),
     Setting("disk_cache_mb", float, 512.0, "disk bound of the encoded-voice cache in MiB, 0 disables it",
             "library", minimum=0.0),
-    Setting("max_concurrent", int, 2, "syntheses running at once; more requests wait in line", "server",
+    Setting("max_concurrent", int, 4,
+            "replies spoken at once, batched together (the batch bound); more requests wait in line", "server",
             minimum=1),
     Setting("max_queue_wait", float, 5.0,
             "seconds a new request may wait for a synthesis slot before it gets a 'server busy' error "

@@ -1,42 +1,37 @@
-"""Large buffers go back to the system when freed (glibc's malloc), so a server's resident
-memory does not ratchet up with the variety of its requests.
+"""Freed memory goes back to the system once the engine is idle (glibc's malloc), so a
+server's resident memory does not ratchet up with the variety of its requests.
 
-glibc serves a request above its mmap threshold (128 KiB at start) with a fresh mapping,
-returned to the system on free, but raises the threshold to the size of every mapped
-block freed (up to 32 MiB). After the first few requests, the megabyte buffers of every
-frame (KV caches sized per chunk, the decoder's activations) therefore come from the
-heap arenas, where blocks of ever new sizes fragment it and the freed memory stays
-resident. Fixing the threshold (which also stops it moving) keeps them mapped.
+Every frame allocates buffers of a megabyte and more (KV caches sized per chunk, the
+decoder's activations). glibc serves them from its heap arenas once its mmap threshold
+has risen past their size (it rises to the size of every mapped block freed, up to 32
+MiB), and blocks of ever new sizes fragment the heap: the freed memory stays resident
+(946 -> 1020 MB over 200 varied requests, issue 21).
 
-Measured with `python bench/soak.py --model english` (full-size English architecture,
-random weights, every float32 product already by F.linear): resident memory after 50,
-100 and 200 requests 946, 1008 and 1020 MB with glibc's moving threshold; 763 MB after
-50 and 762 MB after 150 with MALLOC_MMAP_THRESHOLD_=262144, and 776 / 778 / 778 MB after
-50 / 100 / 300 with this call. The tiny demo model, whose buffers are small, was flat either way.
-Set in code, at model load, rather than by MALLOC_MMAP_THRESHOLD_ in the
-environment, which must be in place before the process starts.
+Fixing the threshold low (256 KiB) kept memory flat but made every such buffer a fresh
+mapping, faulted in and zeroed on every frame: int8 ran at 8x real time instead of 14x
+(issue 25). Instead the heap keeps its buffers while replies run, and `malloc_trim` hands
+its free pages back once no reply is being spoken (the batcher calls it when its last row
+ends): the cost of one trim per burst of replies, not per allocation.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import logging
-
-logger = logging.getLogger(__name__)
-
-_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (glibc's malloc.h)
-MMAP_THRESHOLD_BYTES = 256 * 1024
+from collections.abc import Callable
 
 
-def return_large_buffers_to_the_system() -> bool:
-    """Fix glibc's mmap threshold at MMAP_THRESHOLD_BYTES; False where the C library
-    is not glibc (then nothing changes). Process-wide and idempotent."""
-    name = ctypes.util.find_library("c")
+def _find_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
     try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
+        return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
     except (OSError, AttributeError, TypeError):
-        logger.debug("no mallopt in the C library: its allocator keeps its defaults")
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+        return None
+
+
+_MALLOC_TRIM = _find_malloc_trim()
+
+
+def give_back_free_memory() -> bool:
+    """Return the heap's free pages to the system; False where that cannot be done."""
+    return bool(_MALLOC_TRIM is not None and _MALLOC_TRIM(0))

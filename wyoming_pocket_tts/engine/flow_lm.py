@@ -4,6 +4,7 @@ sampler head that turns each output into the next 32-dim latent and an EOS head.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -238,7 +239,18 @@ class FlowLM(nn.Module):
         x = self.input_linear(previous)
         if prompt is not None:
             x = torch.cat([prompt, x], dim=1)
-        hidden = self.transformer.forward_cached(x, caches, outputs=1)
+        return self._sample(self.transformer.forward_cached(x, caches, outputs=1), noise, decode_steps)
+
+    def step_rows(self, previous: torch.Tensor, row_caches: Sequence[list[KVCache]], noise: torch.Tensor,
+                  decode_steps: int) -> StepOutput:  # fmt: skip
+        """One step of B replies at once, each after its own caches (of any lengths):
+        previous [B, 1, latent_dim] (each reply's last latent), noise [B, latent_dim]. Each
+        row's result is bit for bit the one-row step's (see `Transformer.forward_rows`)."""
+        hidden = self.transformer.forward_rows(self.input_linear(previous), row_caches)
+        return self._sample(hidden, noise, decode_steps)
+
+    def _sample(self, hidden: torch.Tensor, noise: torch.Tensor, decode_steps: int) -> StepOutput:
+        """The next latent and the EOS logits from the transformer's last output per row."""
         hidden = self.out_norm(hidden[:, -1])
         if self.z_proj is not None:
             hidden = self.z_proj(hidden)

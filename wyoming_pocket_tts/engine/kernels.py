@@ -25,6 +25,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 # Present in every PyTorch we support; looked up defensively all the same, since it lives in torch._C.
@@ -49,8 +50,45 @@ def inference() -> Iterator[None]:
         yield
 
 
+def independent_rows(x: torch.Tensor) -> int:
+    """How many replies' rows `x` holds, each to be multiplied as if it were alone: the
+    batch of a batched step ([B, features] or [B, 1, features], B > 1); 1 for anything
+    else (one reply's positions, [1, t, features])."""
+    if x.dim() == 2 or (x.dim() == 3 and x.shape[1] == 1):
+        return x.shape[0]
+    return 1
+
+
+def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """F.linear of B independent rows, each row's result bit for bit what F.linear gives
+    that row alone, in one call.
+
+    A batched step must not change a reply's audio (a seeded reply sounds the same whatever
+    else is being spoken), but a matrix product's rounding depends on how many rows it
+    multiplies: F.linear of B rows differs from one row's in the last bits (MKL takes
+    another kernel), and an autoregressive model carries the difference on. A batched
+    product over the weight expanded (stride 0, nothing copied) runs one single-row product
+    per row instead, each the same kernel as a row alone, back to back in one call, so the
+    weights come from memory once and from the cache for the other rows.
+    """
+    rows = x.shape[0]
+    flat = x.reshape(rows, 1, x.shape[-1])
+    weight_t = weight.t().unsqueeze(0).expand(rows, -1, -1)
+    if bias is None:
+        out = torch.bmm(flat, weight_t)
+    else:
+        out = torch.baddbmm(bias.view(1, 1, -1).expand(rows, 1, -1), flat, weight_t)
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
 class Linear(nn.Linear):
-    """nn.Linear (same parameters, same state dict) that can be made around given tensors."""
+    """nn.Linear (same parameters, same state dict) that can be made around given tensors,
+    and multiplies the rows of a batched step each as if it were alone (`rows_linear`)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if independent_rows(x) > 1:
+            return rows_linear(x, self.weight, self.bias)
+        return F.linear(x, self.weight, self.bias)
 
     @classmethod
     def around(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> Linear:

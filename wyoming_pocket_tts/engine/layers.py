@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -160,13 +160,14 @@ class SelfAttention(nn.Module):
         self.in_proj = Linear(d_model, self.attn_dim + 2 * kv_dim, bias=False)
         self.out_proj = Linear(self.attn_dim, d_model, bias=False)
 
-    def project(self, x: torch.Tensor, rotary: RotaryTable, position: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q [B, H, t, D] and k, v [B, H_kv, t, D] of x [B, t, C], rotated for `position`."""
+    def project(self, x: torch.Tensor, rotations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q [B, H, t, D] and k, v [B, H_kv, t, D] of x [B, t, C], rotated by `rotations`
+        ([t, 1, D/2] for one reply's positions, or [B, 1, 1, D/2]: one position per row)."""
         b, t, _ = x.shape
         projected = self.in_proj(x)
         # q and k are adjacent in the projection: one rotation for both
         heads = projected[..., : self.attn_dim + self.head_dim * self.num_kv_heads].view(b, t, -1, self.head_dim)
-        rotated = apply_rotary(heads, rotary.lookup(position, t))
+        rotated = apply_rotary(heads, rotations)
         q, k = rotated[:, :, : self.num_heads], rotated[:, :, self.num_heads :]
         v = projected[..., self.attn_dim + self.head_dim * self.num_kv_heads :].view(b, t, self.num_kv_heads, self.head_dim)
         return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -232,20 +233,36 @@ class Transformer(nn.Module):
         outputs (all with None). Every position's keys and values go into the caches, but
         the last layer's attention and feed-forward, which only make outputs, run for
         the wanted positions alone: an eighth of a prompt's work with six layers."""
-        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_cached(q, k, v, caches[i]), outputs)
+        rotations = self.rotary.lookup(caches[0].position, x.shape[1])
+        return self._layers(x, rotations, lambda i, q, k, v: attend_cached(q, k, v, caches[i]), outputs)
+
+    def forward_rows(self, x: torch.Tensor, row_caches: Sequence[list[KVCache]]) -> torch.Tensor:
+        """One new position for each of B replies, x [B, 1, C], each after what its own
+        caches hold (of any lengths). The products take the B rows at once (each as it
+        would be alone, see `kernels.rows_linear`); attention runs per reply, over its own
+        cache, exactly as for that reply alone."""
+        rotations = torch.cat([self.rotary.lookup(caches[0].position, 1) for caches in row_caches])
+        rows = range(len(row_caches))
+
+        def attend(i: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return torch.cat([attend_cached(q[r : r + 1], k[r : r + 1], v[r : r + 1], row_caches[r][i]) for r in rows])
+
+        return self._layers(x, rotations.unsqueeze(1), attend)
 
     def forward_window(self, x: torch.Tensor, caches: list[WindowCache]) -> torch.Tensor:
         context = self.context
         assert context is not None
-        return self._layers(x, caches[0].position, lambda i, q, k, v: attend_window(q, k, v, caches[i], context))
+        rotations = self.rotary.lookup(caches[0].position, x.shape[1])
+        return self._layers(x, rotations, lambda i, q, k, v: attend_window(q, k, v, caches[i], context))
 
-    def _layers(self, x: torch.Tensor, position: int, attend: Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
-                outputs: int | None = None) -> torch.Tensor:
+    def _layers(self, x: torch.Tensor, rotations: torch.Tensor,
+                attend: Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+                outputs: int | None = None) -> torch.Tensor:  # fmt: skip
         """Run every layer; `attend(layer index, q, k, v)` is the mode's attention, and
         the last layer computes only the last `outputs` positions (None: all)."""
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
-            q, k, v = layer.self_attn.project(layer.norm1(x), self.rotary, position)
+            q, k, v = layer.self_attn.project(layer.norm1(x), rotations)
             if index == last and outputs is not None and outputs < x.shape[1]:
                 x, q = x[:, x.shape[1] - outputs :], q[:, :, q.shape[2] - outputs :]
             x = _add_scaled(x, layer.self_attn.output(attend(index, q, k, v)), layer.layer_scale_1)

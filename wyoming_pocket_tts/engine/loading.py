@@ -13,7 +13,6 @@ from typing import Any
 
 import torch
 
-from .allocator import return_large_buffers_to_the_system
 from .catalog import catalog, language_of
 from .config import ModelConfig, parse_config, read_config_file
 from .demo import DEMO_LANGUAGES, DEMO_NAME, DEMO_VOICE, demo_config, demo_voice_audio, make_tokenizer_json
@@ -41,10 +40,8 @@ def load_model(
     """Load a catalog model, the built-in demo model, or an upstream-format YAML config.
 
     Weights come from `weights_path` (the gated cloning release) when the token grants
-    access, otherwise from `weights_path_without_voice_cloning`. Loading also fixes the
-    process's malloc threshold (see `allocator`), so serving keeps a flat memory.
+    access, otherwise from `weights_path_without_voice_cloning`.
     """
-    return_large_buffers_to_the_system()
     if threads is not None:
         torch.set_num_threads(threads)
     hub = HubAccess(token=hf_token, cache_dir=cache_dir)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from .audio import end_on_pause, read_recording
+from .batch import ChunkRow, Batcher
 from .config import ModelConfig
 from ..core.errors import ModelLoadError, TextError, VoiceError
 from .hub import HubAccess, resolve
@@ -26,7 +27,6 @@ from .kernels import inference
 from .mimi import lay_out_convolutions
 from .network import PocketNetwork, load_encoder
 from ..core.options import GenerationOptions
-from .pipeline import FlowLMThread, chunk_audio
 from .text import TextRules, prepare, split_into_chunks
 from .tokenizer import Tokenizer
 from .voice import VoiceState, load_voice_state, save_voice_state
@@ -36,8 +36,6 @@ logger = logging.getLogger(__name__)
 # Speech is estimated at 3 tokens per second, plus 2 s of slack: the hard cap on a chunk.
 TOKENS_PER_SECOND = 3.0
 EXTRA_SECONDS = 2.0
-# Before speech starts, the EOS logit of some voices crosses the threshold: ignore it.
-MIN_FRAMES_BEFORE_EOS = 6
 FADE_IN_SECONDS = 0.005
 # Bounds the text work of one call (chunking 20,000 characters takes ~0.2 s); memory is
 # bounded per chunk whatever the length. Callers bound what they accept from clients.
@@ -82,6 +80,8 @@ class TTSModel:
         )
         transformer = network.flow_lm.transformer
         self._state_shape = (len(transformer.layers), transformer.num_kv_heads, transformer.head_dim)
+        # Every reply being spoken, stepped together (its threads start with the first).
+        self.batcher = Batcher(self, network.flow_lm, self.threads)
 
     # -- facts -------------------------------------------------------------------------
     @property
@@ -201,8 +201,9 @@ class SpeechSession:
     """One response: a voice, sampling settings, a noise generator and an audio decoder.
 
     Successive `speak` calls continue the same decoder, so sentences fed one by one join
-    without a click or a gap. Not thread-safe: its calls may come from different threads,
-    but one at a time.
+    without a click or a gap. Each text chunk is spoken as a row of the model's batcher
+    (engine/batch.py), stepped together with every other reply being spoken. Not
+    thread-safe: its calls may come from different threads, but one at a time.
     """
 
     def __init__(self, model: TTSModel, voice: VoiceState, options: GenerationOptions, cancel: threading.Event) -> None:
@@ -218,7 +219,6 @@ class SpeechSession:
         seed = options.seed if options.seed is not None else secrets.randbits(63)
         self.generator = torch.Generator().manual_seed(seed)
         self.decoder = model.network.mimi.new_decoder_state()
-        self._flow_lm = FlowLMThread(owner=self)
 
     def speak(self, text: str, voice: VoiceState | None = None) -> Iterator[np.ndarray]:
         """`text` in `voice` (None: the session's own), continuing the same decoder: another
@@ -240,47 +240,29 @@ class SpeechSession:
         recommended = self.model.config.model_recommended_frames_after_eos
         return recommended if recommended is not None else guess + 2
 
-    def _noise(self, latent_dim: int) -> torch.Tensor:
-        noise = torch.zeros(1, latent_dim)
+    def _noise(self) -> torch.Tensor:
+        """This reply's noise for one step, from its own generator (in the batcher's threads)."""
+        noise = torch.zeros(1, self.model.network.flow_lm.latent_dim)
         if self.temperature > 0:
             noise.normal_(0.0, self.temperature**0.5, generator=self.generator)
         return noise
 
     def _speak_chunk(self, chunk: str, voice: VoiceState) -> Iterator[np.ndarray]:
-        stop = threading.Event()
-        latents = self._latents(self._plan(chunk), stop, voice)
-        for audio in chunk_audio(latents, stop, self._decode_group, self._flow_lm, self.model.threads, self.cancel):
-            yield from self._frames(audio)
+        plan = self._plan(chunk)
+        flow_lm = self.model.network.flow_lm
+        with inference():
+            caches = flow_lm.transformer.new_caches(list(voice.layers), capacity=len(plan.ids) + plan.max_frames)
+        row = ChunkRow(caches, torch.tensor([plan.ids]), plan.max_frames, plan.frames_after_eos, self.eos_threshold,
+                       self.options.decode_steps, self._noise, self._decode_group, self.cancel,
+                       self.model.frame_size)  # fmt: skip
+        self.model.batcher.submit(row)
+        yield from row.frames(self.model.batcher)
 
     def _plan(self, chunk: str) -> ChunkPlan:
         prepared = prepare(chunk, self.model.text_rules)
         ids = self.model.tokenizer.encode(prepared.text)
         max_frames = math.ceil((len(ids) / TOKENS_PER_SECOND + EXTRA_SECONDS) * self.model.network.mimi.frame_rate)
         return ChunkPlan(ids, max_frames, self._frames_after_eos(prepared.frames_after_eos))
-
-    def _latents(self, plan: ChunkPlan, stop: threading.Event, voice: VoiceState) -> Iterator[torch.Tensor]:
-        """The chunk's latents, one per frame, until end of speech, the cap, or a stop."""
-        flow_lm = self.model.network.flow_lm
-        with inference():
-            caches = flow_lm.transformer.new_caches(list(voice.layers), capacity=len(plan.ids) + plan.max_frames)
-            prompt: torch.Tensor | None = flow_lm.embed_text(torch.tensor([plan.ids]))  # read with the first step
-        previous: torch.Tensor | None = None
-        eos_frame: int | None = None
-        for frame in range(plan.max_frames):
-            if stop.is_set() or self.cancel.is_set():
-                return
-            # Entered per step, not around the loop: this generator's first step runs in
-            # the caller's thread, the rest in the FlowLM thread, and both modes are per thread.
-            with inference():
-                step = flow_lm.step(previous, caches, self._noise(flow_lm.latent_dim), self.options.decode_steps, prompt)
-            prompt = None
-            if eos_frame is None and step.eos_logit > self.eos_threshold and frame >= MIN_FRAMES_BEFORE_EOS:
-                eos_frame = frame
-            if eos_frame is not None and frame >= eos_frame + plan.frames_after_eos:
-                return
-            yield step.latent
-            previous = step.latent
-        logger.warning("chunk reached its length cap (%d frames) without an end of speech", plan.max_frames)
 
     def _decode_group(self, group: torch.Tensor) -> np.ndarray:
         """Audio [frames * frame_size] for latents [1, frames, dim], continuing the decoder."""
@@ -294,12 +276,6 @@ class SpeechSession:
                 fade = torch.linspace(0, 1, int(model.sample_rate * FADE_IN_SECONDS))
                 audio[: fade.numel()] *= fade
         return audio.numpy().copy()
-
-    def _frames(self, audio: np.ndarray) -> Iterator[np.ndarray]:
-        for frame in audio.reshape(-1, self.model.frame_size):
-            if self.cancel.is_set():
-                return  # frames of a group already decoded are dropped too
-            yield frame
 
 
 @dataclass(frozen=True)

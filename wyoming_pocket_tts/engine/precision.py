@@ -20,8 +20,9 @@ How, so that a busy machine cannot tilt the result:
   on one thread, as the FlowLM and the decoder each run on one while a reply streams.
   Each row decodes on its own, so one row's decoding is timed and counted per row (a
   quarter of the time four decoders would take to time).
-- at 1 and at 4 rows: int8 reads its quarter of the weights once per step whatever the
-  number of rows, so it may win with four replies at once where it loses with one.
+- at 1 and at 4 rows (replies batched in one step, see engine/batch.py): float32 reads its
+  weights once per step whatever the number of rows, int8 multiplies each row on its own
+  (its kernel quantizes a whole input with one scale), so the two scale differently.
 
 The input values do not matter (nothing branches on them), so they are random, fixed by
 a seed; the latents are not fed back, so nothing drifts toward denormals or overflow.
@@ -55,7 +56,8 @@ STEPS_PER_ROUND = 4
 # Positions already in each row's KV cache: a voice prompt (~125 frames) and a sentence.
 CONTEXT = 160
 # Raised when the measurement changes what it times: remembered figures are then stale.
-METHOD_VERSION = 1
+# 2: the rows of a batched step each have caches of their own (continuous batching).
+METHOD_VERSION = 2
 
 Clock = Callable[[], float]
 
@@ -127,8 +129,9 @@ class _Rounds:
         transformer = self.flow_lm.transformer
         generator = torch.Generator().manual_seed(0)
         shape = (transformer.num_kv_heads, CONTEXT, transformer.head_dim)
-        self.prefixes = {rows: [(torch.randn(rows, *shape, generator=generator),
-                                 torch.randn(rows, *shape, generator=generator)) for _ in transformer.layers]
+        # Per batch size, per row (each reply has caches of its own), per layer.
+        self.prefixes = {rows: [[(torch.randn(1, *shape, generator=generator), torch.randn(1, *shape, generator=generator))
+                                 for _ in transformer.layers] for _ in range(rows)]
                          for rows in batch_sizes}  # fmt: skip
         latent_dim = self.flow_lm.latent_dim
         self.previous = {rows: torch.randn(rows, 1, latent_dim, generator=generator) for rows in batch_sizes}
@@ -141,10 +144,10 @@ class _Rounds:
         """STEPS_PER_ROUND FlowLM steps of `rows` rows, in milliseconds per step."""
         flow_lm = self.flow_lm
         with inference():
-            caches = flow_lm.transformer.new_caches(self.prefixes[rows], capacity=STEPS_PER_ROUND)
+            caches = [flow_lm.transformer.new_caches(prefix, capacity=STEPS_PER_ROUND) for prefix in self.prefixes[rows]]
             started = clock()
             for _ in range(STEPS_PER_ROUND):
-                flow_lm.step(self.previous[rows], caches, self.noise[rows], 1)
+                flow_lm.step_rows(self.previous[rows], caches, self.noise[rows], 1)
             elapsed = clock() - started
         return elapsed * 1000.0 / STEPS_PER_ROUND
 

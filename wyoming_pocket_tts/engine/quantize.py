@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from .flow_lm import SamplerHead
+from .kernels import independent_rows
 from .layers import Transformer
 from .network import PocketNetwork
 
@@ -109,6 +110,12 @@ class Int8Linear(nn.Module):
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = independent_rows(x)
+        if rows > 1:
+            # The dynamic kernel quantizes its whole input with one scale: rows multiplied
+            # together would change each other's rounding. One product per row keeps each
+            # reply's audio what it is alone (the packed weights stay in the cache between them).
+            return torch.cat([_LINEAR_DYNAMIC(x[row : row + 1], self.packed, self.reduce_range) for row in range(rows)])
         return _LINEAR_DYNAMIC(x, self.packed, self.reduce_range)
 
 

@@ -711,7 +711,6 @@ class PocketTtsEventHandler(AsyncEventHandler):
         slot: Slot,
     ) -> None:
         rate = backend.model.sample_rate
-        frame_s = backend.model.frame_size / rate
         async with aclosing(stream_pcm(frames, cancel, self._service.synth_executor)) as pcm_frames:
             async for pcm in pcm_frames:
                 if timing.frames == 0:
@@ -724,7 +723,6 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 )
                 timing.frames += 1
                 timing.samples += len(pcm) // SAMPLE_WIDTH
-                slot.add_audio(frame_s)  # the scheduler learns how fast synthesis runs
 
     async def _write_audio(self, event: Event, slot: Slot) -> None:
         """Write one chunk; while the client is behind, wait for it without the slot."""

@@ -1,48 +1,32 @@
-"""How concurrent requests share the CPU (two cores is the design point).
+"""How many replies are spoken at once, and who waits (two cores is the design point).
 
-* Each synthesis runs in its own worker thread (torch releases the GIL in its kernels), so
-  the event loop stays free to answer ``describe`` and relay frames at all times.
-* At most ``limit`` syntheses run at once; the others wait in line. ``limit`` adapts to the
-  machine: two syntheses sharing two cores each run at about half the speed of one alone
-  (measured: 1.7x real time alone -> 0.8x and 0.7x together on the default architecture),
-  and a streamed reply made slower than real time stutters on the speaker. So the
-  scheduler measures how fast a synthesis runs *alone* (audio seconds per wall second, a
-  moving average of requests that ran alone) and admits ``n`` at once only
-  if each would still run at ``MIN_SPEED`` (1.2x) real time: ``limit = clamp(speed / 1.2,
-  1, max_concurrent)``. With today's engine on two cores that means one at a time; a
-  faster engine (or ``--quantize``) lets two satellites speak at once, each in real time.
-  ``--max-concurrent`` (default 2) caps it; ``--max-concurrent 1`` always serialises.
-* A slot is held while a response has text to speak: a whole one-shot text, or the
-  sentences of a streamed reply that have arrived. While a streamed reply waits for more
-  text (the LLM is still writing) its slot is free for others, so an idle stream never
-  holds the CPU; when its next sentence is already there it keeps the slot, so no other
-  request slips in between two of its sentences.
-* Waiters are served first-in first-out, except that a response which has already sent
-  audio goes before responses that have not started: once a speaker has begun a reply, its
-  next sentence must follow without a gap, while a new request only waits a little longer
-  for its first audio. Background work (the start-up warm-up) comes last and is stopped
-  by any request that arrives while it runs.
+* Each reply's frames come from the engine's batcher: every reply being spoken advances one
+  frame per batched FlowLM step (engine/batch.py). A slot here is a row of that batch: at
+  most ``max_concurrent`` replies are spoken at once (the batch bound, ``--max-concurrent``);
+  only the requests beyond it wait. Its default, 4, is what this 2-core machine speaks
+  each faster than real time in float32 with the default model (docs/batching.md, the
+  concurrency benchmark); int8 runs 8 at once there, and a bigger machine more.
+* A slot is held while a reply has text to speak: a whole one-shot text, or the sentences
+  of a streamed reply that have arrived. While a streamed reply waits for more text (the
+  LLM is still writing) its slot is free for others, so an idle stream holds no row; when
+  its next sentence is already there it keeps the slot, so no other request slips in
+  between two of its sentences.
+* Waiters are served first-in first-out, except that a reply which has already sent audio
+  goes before replies that have not started: once a speaker has begun a reply, its next
+  sentence must follow without a gap, while a new request only waits a little longer for
+  its first audio. Background work (the start-up warm-up) comes last and is stopped by
+  any request that arrives while it runs.
 * A waiter whose client goes away leaves the queue at once (its task is cancelled).
 * Waiting is bounded: a new request that has not got a slot within ``max_wait`` (the
   handler passes 5 s, about what a Voice PE satellite waits for an answer to start) leaves
   the queue with `SlotBusy`, and its client gets an ``error`` saying the server is busy,
-  instead of audio that starts after its listener has gone (20 clients at once used to
-  wait up to 90 s for first audio). The wait is timed, not estimated: the length of the
-  work ahead is not known (a streamed reply arrives sentence by sentence, and a text's
-  audio length is only roughly known from its characters), and a wrong estimate would
-  either refuse a request that would have started in time or keep one past the bound.
-  The timeout is exact both ways; the price is that a refused client learns it after
-  ``max_wait`` rather than at once, which is when its satellite gives up anyway. The next
-  sentence of a reply already playing (CONTINUATION) is never refused. Measured
-  (bench/overload.py, 20 clients at once, demo model, loaded 2-core machine): before,
-  all 20 were served, the last first audio after 11.8 s; now 9 are served (worst 4.6 s)
-  and 11 hear "server busy" at 5.0 s.
-* A slot whose client has stopped reading is given back (`released`): its worker is
-  paused on the bounded hand-off (see synthesis.py), so it needs no CPU, and the slot goes
-  to the next waiter. When the client reads again, the reply re-enters as CONTINUATION.
-
-Batching several requests into one forward pass would use the cores better, but the
-engine decodes one stream per call.
+  instead of audio that starts after its listener has gone. The wait is timed, not
+  estimated: the length of the work ahead is not known (a streamed reply arrives sentence
+  by sentence). The next sentence of a reply already playing (CONTINUATION) is never
+  refused.
+* A slot whose client has stopped reading is given back (`released`): its row pauses in
+  the batch (it takes no step until its frames are read), and the slot goes to the next
+  waiter. When the client reads again, the reply re-enters as CONTINUATION.
 """
 
 from __future__ import annotations
@@ -52,20 +36,11 @@ import enum
 import heapq
 import itertools
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 _LOGGER = logging.getLogger(__name__)
-
-# Each of n concurrent syntheses must still be at least this many times faster than real time.
-MIN_SPEED = 1.2
-# Weight of the newest measurement in the moving average of the solo speed.
-SPEED_SMOOTHING = 0.3
-# Below this much audio a measurement says more about start-up costs than about speed.
-MIN_MEASURED_AUDIO_S = 0.5
-
 
 class Priority(enum.IntEnum):
     """Lower runs first."""
@@ -86,19 +61,11 @@ class _Waiter:
 
 @dataclass
 class Slot:
-    """One running synthesis; its user reports the audio it produced."""
+    """One reply being spoken (a row of the batch)."""
 
-    started: float = field(default_factory=time.monotonic)
-    audio_s: float = 0.0
-    # False as soon as another synthesis ran at the same time: then it says nothing about
-    # the speed of one synthesis alone.
-    alone: bool = True
     background: bool = False
     # For a background slot: asks its user to stop (within a frame) for a request.
     preempt: Callable[[], None] | None = None
-
-    def add_audio(self, seconds: float) -> None:
-        self.audio_s += seconds
 
 
 class SlotBusy(Exception):
@@ -112,36 +79,26 @@ class SchedulerStats:
     running: int
     waiting: int
     limit: int
-    solo_speed: float | None
 
 
 class SynthesisScheduler:
-    """A counting semaphore with an adaptive bound and two priority classes, FIFO within
-    each. Event-loop only (not thread-safe)."""
+    """A counting semaphore with two priority classes, FIFO within each. Event-loop only
+    (not thread-safe)."""
 
-    def __init__(self, max_concurrent: int, min_speed: float = MIN_SPEED) -> None:
+    def __init__(self, max_concurrent: int) -> None:
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
-        self.max_concurrent = max_concurrent
-        self.min_speed = min_speed
+        self.limit = max_concurrent
         self._active: list[Slot] = []
         self._waiters: list[_Waiter] = []
         self._seq = itertools.count()
-        self._solo_speed: float | None = None
         # Slots granted (to the fast path or a woken waiter) but not yet in `_active`.
         self._granted = 0
 
     @property
-    def limit(self) -> int:
-        """How many syntheses may run at once now."""
-        if self._solo_speed is None:
-            return self.max_concurrent  # nothing measured yet: trust the cap
-        return max(1, min(self.max_concurrent, int(self._solo_speed / self.min_speed)))
-
-    @property
     def stats(self) -> SchedulerStats:
         waiting = sum(1 for w in self._waiters if not w.future.done())
-        return SchedulerStats(len(self._active), waiting, self.limit, self._solo_speed)
+        return SchedulerStats(len(self._active), waiting, self.limit)
 
     @asynccontextmanager
     async def slot(
@@ -168,7 +125,6 @@ class SynthesisScheduler:
         finally:
             if slot in self._active:  # not if it was released and never re-acquired
                 self._active.remove(slot)
-                self._measure(slot)
                 self._wake()
 
     @asynccontextmanager
@@ -179,7 +135,6 @@ class SynthesisScheduler:
         the slot stays given up (the reply is over).
         """
         self._active.remove(slot)
-        slot.alone = False  # its time now includes the pause: it says nothing about speed
         self._wake()
         yield
         await self._acquire(Priority.CONTINUATION, None)
@@ -187,15 +142,6 @@ class SynthesisScheduler:
 
     def _enter(self, slot: Slot) -> None:
         self._granted -= 1
-        if slot.background:
-            slot.alone = False  # its speed is not a request's
-        else:
-            # Background work, stopped within a frame, does not spoil a request's measure.
-            rivals = [other for other in self._active if not other.background]
-            if rivals:
-                slot.alone = False
-                for other in rivals:
-                    other.alone = False
         self._active.append(slot)
 
     def _preempt_background(self) -> None:
@@ -204,21 +150,6 @@ class SynthesisScheduler:
                 preempt, other.preempt = other.preempt, None
                 _LOGGER.debug("A request pre-empts background synthesis")
                 preempt()
-
-    def _measure(self, slot: Slot) -> None:
-        if not slot.alone or slot.audio_s < MIN_MEASURED_AUDIO_S:
-            return
-        speed = slot.audio_s / max(time.monotonic() - slot.started, 1e-3)
-        before = self.limit
-        if self._solo_speed is None:
-            self._solo_speed = speed
-        else:
-            self._solo_speed += SPEED_SMOOTHING * (speed - self._solo_speed)
-        if self.limit != before:
-            _LOGGER.info(
-                "Synthesis alone runs at %.1fx real time: up to %d at once",
-                self._solo_speed, self.limit,
-            )  # fmt: skip
 
     async def _acquire(self, priority: Priority, max_wait: float | None) -> None:
         """Return once a slot is granted (counted in `_granted`); SlotBusy after max_wait."""

@@ -7,17 +7,24 @@ torch and keeps no state between calls beyond caches of number words.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from .abbreviations import expand_abbreviations
-from .languages import LANGUAGES, language_rules
+from .abbreviations import expand_abbreviations, expand_weekdays
+from .languages import LANGUAGES, Language, language_rules
 from .markup import markdown_to_text, remove_emoji, shorten_urls, speak_addresses
 from .numerals import rewrite_numerals
 from .sentences import SentenceSplitter
 
-__all__ = ["LANGUAGES", "SentenceSplitter", "normalize", "warm_up"]
+__all__ = ["LANGUAGES", "MAX_PIECE_CHARS", "SentenceSplitter", "normalize", "warm_up"]
 
 _SPACE_RUNS = re.compile(r"[ \t\u00a0]{2,}")
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉μ", "0123456789µ")
+# A full stop left before a comma ("1 min., then" once the unit is read): not an ellipsis.
+_STOP_BEFORE_COMMA = re.compile(r"(?<![.…])\.[ \t]*(?=,)")
+# Longer text is read in pieces of at most this many characters (see `_pieces`).
+MAX_PIECE_CHARS = 2_000
+# Where a piece may end, best first: after a sentence end, a clause mark, any space.
+_PIECE_ENDS = (re.compile(r"[.!?…][\"'”’»)\]]*\s+|\n"), re.compile(r"[,;:]\s+"), re.compile(r"\s+"))
 
 
 def normalize(text: str, language: str) -> str:
@@ -34,15 +41,50 @@ def normalize(text: str, language: str) -> str:
     rules = language_rules(language)
     spoken = remove_emoji(text)  # first: a block ending in an emoji still ends a sentence
     spoken = markdown_to_text(spoken)
-    spoken = shorten_urls(spoken, rules)
-    spoken = speak_addresses(spoken, rules)
-    spoken = spoken.translate(_SUBSCRIPTS)
-    spoken = expand_abbreviations(spoken, rules)
-    spoken = rewrite_numerals(spoken, rules)
-    spoken = speak_addresses(spoken, rules)  # those that numbers glued to them hid
+    if len(spoken) > MAX_PIECE_CHARS:
+        spoken = "".join(_words(piece, rules) for piece in _pieces(spoken, MAX_PIECE_CHARS))
+    else:
+        spoken = _words(spoken, rules)
     if spoken is text:
         return text
+    if "," in spoken:
+        spoken = _STOP_BEFORE_COMMA.sub("", spoken)
     return _SPACE_RUNS.sub(" ", spoken).strip()
+
+
+def _words(text: str, rules: Language) -> str:
+    """Addresses, abbreviations and numbers of plain text in words."""
+    spoken = shorten_urls(text, rules)
+    spoken = speak_addresses(spoken, rules)
+    spoken = spoken.translate(_SUBSCRIPTS)
+    spoken = expand_weekdays(spoken, rules)
+    spoken = expand_abbreviations(spoken, rules)
+    spoken = rewrite_numerals(spoken, rules)
+    return speak_addresses(spoken, rules)  # those that numbers glued to them hid
+
+
+def _pieces(text: str, limit: int) -> Iterator[str]:
+    """`text` in pieces of at most `limit` characters, cut after a sentence end where the
+    second half of a piece has one, else after a clause mark or a space, else anywhere.
+
+    The reason: whatever a pattern costs on one piece, a text costs the sum, so the time
+    is linear in the text's length whatever it holds. A reply is a few hundred characters:
+    only degenerate text is cut (a number or a date across a cut is read in two parts).
+    """
+    start = 0
+    while len(text) - start > limit:
+        end = start + limit
+        cut = end
+        for pattern in _PIECE_ENDS:
+            last = None
+            for last in pattern.finditer(text, start + limit // 2, end):
+                pass
+            if last is not None:
+                cut = last.end()
+                break
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
 
 
 def warm_up(language: str) -> None:

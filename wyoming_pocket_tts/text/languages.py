@@ -25,6 +25,7 @@ class Abbreviation:
     spoken: str
     before_number: bool = False  # "No. 5": only an abbreviation when a number follows
     may_end_sentence: bool = False  # "etc.": keep the sentence's full stop when it ends one
+    not_after_number: bool = False  # "min.": after a number it is the unit ("45 min.")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,16 @@ class Language:
     abbreviations: tuple[Abbreviation, ...] = ()
     # Words before a German ordinal and the ending they ask for ("am dritten", "der dritte").
     ordinal_case_words: dict[str, str] = field(default_factory=dict)
+    # Words joining two numbers that count one noun ("1 bis 2 Stunden", "1 o 2 horas").
+    range_words: frozenset[str] = frozenset()
+    # "1/2" before a noun, by the noun's gender ("m", "f", "n"): "media taza", "eine halbe Tasse".
+    half_before_noun: dict[str, str] = field(default_factory=dict)
+    # What joins another fraction to its noun: "un cuarto de taza" ("" for none).
+    fraction_of: str = ""
+    approximately_word: str = "approximately"  # "≈ 20", "~20"
+    plus_minus_word: str = "plus or minus"  # "±0.5"
+    # Weekdays as abbreviated in schedules ("Mo–Fr", "lun.-ven."), and their names.
+    weekday_abbreviations: dict[str, str] = field(default_factory=dict)
 
 
 # Groups of three digits may be parted by a space ("20 000", SI style) or by a no-break,
@@ -60,6 +71,12 @@ _SPACES = " \u00a0\u202f\u2009"
 
 ENGLISH = Language(
     code="en",
+    approximately_word="approximately",
+    plus_minus_word="plus or minus",
+    weekday_abbreviations={"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday",
+                           "Thu": "Thursday", "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday",
+                           "Sat": "Saturday", "Sun": "Sunday"},
+    range_words=frozenset(['to', 'or']),
     per_word="per",
     decimal_comma=False,
     thousands_spaces=_SPACES,
@@ -81,6 +98,8 @@ ENGLISH = Language(
                    "Sep": 9, "Sept": 9, "Oct": 10, "Nov": 11, "Dec": 12},
     twelve_hour_clock=True,
     abbreviations=(
+        Abbreviation("max.", "maximum", not_after_number=True),
+        Abbreviation("min.", "minimum", not_after_number=True),
         Abbreviation("approx.", "approximately"),
         Abbreviation("ca.", "circa"),
         Abbreviation("e.g.", "for example"),
@@ -97,6 +116,12 @@ ENGLISH = Language(
 
 GERMAN = Language(
     code="de",
+    approximately_word="ungefähr",
+    plus_minus_word="plus minus",
+    weekday_abbreviations={"Mo": "Montag", "Di": "Dienstag", "Mi": "Mittwoch", "Do": "Donnerstag",
+                           "Fr": "Freitag", "Sa": "Samstag", "So": "Sonntag"},
+    half_before_noun={"m": "ein halber", "f": "eine halbe", "n": "ein halbes"},
+    range_words=frozenset(['bis', 'oder']),
     per_word="pro",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -116,6 +141,11 @@ GERMAN = Language(
             "September", "Oktober", "November", "Dezember"),
     month_aliases={"Jänner": 1},
     abbreviations=(
+        Abbreviation("max.", "maximal", not_after_number=True),
+        Abbreviation("min.", "minimal", not_after_number=True),
+        Abbreviation("Mio.", "Millionen"),
+        Abbreviation("Mrd.", "Milliarden"),
+        Abbreviation("Temp.", "Temperatur"),
         Abbreviation("ca.", "circa"),
         Abbreviation("z.B.", "zum Beispiel"),
         Abbreviation("d.h.", "das heißt"),
@@ -139,6 +169,13 @@ GERMAN = Language(
 
 FRENCH = Language(
     code="fr",
+    approximately_word="environ",
+    plus_minus_word="plus ou moins",
+    weekday_abbreviations={"lun": "lundi", "mar": "mardi", "mer": "mercredi", "jeu": "jeudi",
+                           "ven": "vendredi", "sam": "samedi", "dim": "dimanche"},
+    half_before_noun={"m": "un demi", "f": "une demi"},
+    fraction_of="de",
+    range_words=frozenset(['à', 'ou']),
     per_word="par",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -157,6 +194,8 @@ FRENCH = Language(
     months=("janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août",
             "septembre", "octobre", "novembre", "décembre"),
     abbreviations=(
+        Abbreviation("max.", "maximum", not_after_number=True),
+        Abbreviation("min.", "minimum", not_after_number=True),
         Abbreviation("env.", "environ"),
         Abbreviation("ca.", "environ"),
         Abbreviation("p.ex.", "par exemple"),
@@ -171,6 +210,13 @@ FRENCH = Language(
 
 ITALIAN = Language(
     code="it",
+    approximately_word="circa",
+    plus_minus_word="più o meno",
+    weekday_abbreviations={"lun": "lunedì", "mar": "martedì", "mer": "mercoledì", "gio": "giovedì",
+                           "ven": "venerdì", "sab": "sabato", "dom": "domenica"},
+    half_before_noun={"m": "mezzo", "f": "mezza"},
+    fraction_of="di",
+    range_words=frozenset(['a', 'o']),
     per_word="per",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -189,6 +235,8 @@ ITALIAN = Language(
     months=("gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto",
             "settembre", "ottobre", "novembre", "dicembre"),
     abbreviations=(
+        Abbreviation("max.", "massimo", not_after_number=True),
+        Abbreviation("min.", "minimo", not_after_number=True),
         Abbreviation("ca.", "circa"),
         Abbreviation("es.", "per esempio"),
         Abbreviation("vs.", "contro"),
@@ -203,6 +251,14 @@ ITALIAN = Language(
 
 PORTUGUESE = Language(
     code="pt",
+    approximately_word="aproximadamente",
+    plus_minus_word="mais ou menos",
+    weekday_abbreviations={"seg": "segunda-feira", "ter": "terça-feira", "qua": "quarta-feira",
+                           "qui": "quinta-feira", "sex": "sexta-feira", "sáb": "sábado", "sab": "sábado",
+                           "dom": "domingo"},
+    half_before_noun={"m": "meio", "f": "meia"},
+    fraction_of="de",
+    range_words=frozenset(['a', 'ou']),
     per_word="por",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -221,6 +277,10 @@ PORTUGUESE = Language(
     months=("janeiro", "fevereiro", "março", "abril", "maio", "junho", "julho", "agosto",
             "setembro", "outubro", "novembro", "dezembro"),
     abbreviations=(
+        Abbreviation("máx.", "máximo"),
+        Abbreviation("mín.", "mínimo"),
+        Abbreviation("max.", "máximo", not_after_number=True),
+        Abbreviation("min.", "mínimo", not_after_number=True),
         Abbreviation("aprox.", "aproximadamente"),
         Abbreviation("ca.", "cerca de"),
         Abbreviation("p.ex.", "por exemplo"),
@@ -236,6 +296,14 @@ PORTUGUESE = Language(
 
 SPANISH = Language(
     code="es",
+    approximately_word="aproximadamente",
+    plus_minus_word="más o menos",
+    weekday_abbreviations={"lun": "lunes", "mar": "martes", "mié": "miércoles", "mie": "miércoles",
+                           "jue": "jueves", "vie": "viernes", "sáb": "sábado", "sab": "sábado",
+                           "dom": "domingo"},
+    half_before_noun={"m": "medio", "f": "media"},
+    fraction_of="de",
+    range_words=frozenset(['a', 'o']),
     per_word="por",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -254,6 +322,10 @@ SPANISH = Language(
     months=("enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto",
             "septiembre", "octubre", "noviembre", "diciembre"),
     abbreviations=(
+        Abbreviation("máx.", "máximo"),
+        Abbreviation("mín.", "mínimo"),
+        Abbreviation("max.", "máximo", not_after_number=True),
+        Abbreviation("min.", "mínimo", not_after_number=True),
         Abbreviation("aprox.", "aproximadamente"),
         Abbreviation("ca.", "cerca de"),
         Abbreviation("p.ej.", "por ejemplo"),
@@ -271,6 +343,12 @@ SPANISH = Language(
 
 DUTCH = Language(
     code="nl",
+    approximately_word="ongeveer",
+    plus_minus_word="plus of min",
+    weekday_abbreviations={"ma": "maandag", "di": "dinsdag", "wo": "woensdag", "do": "donderdag",
+                           "vr": "vrijdag", "za": "zaterdag", "zo": "zondag"},
+    half_before_noun={"m": "een halve", "n": "een half"},
+    range_words=frozenset(['tot', 'of']),
     per_word="per",
     decimal_comma=True,
     thousands_spaces=_SPACES,
@@ -289,6 +367,9 @@ DUTCH = Language(
     months=("januari", "februari", "maart", "april", "mei", "juni", "juli", "augustus",
             "september", "oktober", "november", "december"),
     abbreviations=(
+        Abbreviation("t/m", "tot en met"),
+        Abbreviation("max.", "maximaal", not_after_number=True),
+        Abbreviation("min.", "minimaal", not_after_number=True),
         Abbreviation("ca.", "circa"),
         Abbreviation("bijv.", "bijvoorbeeld"),
         Abbreviation("bv.", "bijvoorbeeld"),

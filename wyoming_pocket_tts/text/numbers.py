@@ -8,6 +8,7 @@ read decimals as people say them, or spell codes digit by digit. That glue is he
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 
 from .languages import Language
@@ -43,24 +44,50 @@ def digits(text: str, rules: Language) -> str:
     return " ".join(cardinal(int(digit), rules.code) for digit in text if digit.isdigit())
 
 
-def before_noun(number: int, rules: Language, feminine: bool = False) -> str:
-    """A cardinal agreeing with the noun after it: "ein Grad", "une heure", "veintiún euros"."""
+def before_noun(number: int, rules: Language, feminine: bool = False, *, case: str = "nom",
+                masculine: bool = False) -> str:
+    """A cardinal agreeing with the noun after it: "ein Grad", "une heure", "veintiún euros",
+    "duas horas", "doscientas personas"; German "eins" also with the noun's case ("in einer
+    Stunde", "für einen Tag": `case` is "nom", "acc" or "dat")."""
     words = cardinal(number, rules.code)
     code = rules.code
+    if code == "de" and words == "eins":
+        return _GERMAN_ONE[(case, "f" if feminine else "m" if masculine else "n")]
     if code == "de" and words.endswith("eins"):
         return words[:-1] + ("e" if feminine else "")
     if code == "fr" and feminine and words.endswith("un"):
         return words + "e"
-    if code in ("es", "it") and words.endswith("uno"):
+    if code == "it" and words.endswith("uno"):
+        # "un minuto", "una porta"; "ventun ore" (not "ventuna"), "ventun gradi".
+        return "una" if feminine and words == "uno" else words[:-1]
+    if code == "es" and words.endswith("uno"):
         if feminine:
-            return words[:-1] + "a"
-        return words[:-3] + ("ún" if code == "es" and words != "uno" else "un")
+            words = words[:-1] + "a"
+        elif words == "uno" or words.endswith(" uno"):
+            words = words[:-1]  # "un", "treinta y un", "ciento un"
+        else:
+            words = words[:-3] + "ún"  # "veintiún"
     if code == "pt" and feminine:
         if words.endswith("um"):
-            return words + "a"
-        if words.endswith("dois"):
-            return words[:-4] + "duas"
+            words += "a"
+        elif words.endswith("dois"):
+            words = words[:-4] + "duas"
+    if feminine and code in ("es", "pt"):
+        # Hundreds agree too: "doscientas horas", "duzentas pessoas"; not those that count
+        # millions ("doscientos millones", masculine).
+        millions = _MILLIONS.search(words)
+        head, tail = (words[:millions.end()], words[millions.end():]) if millions else ("", words)
+        words = head + _FEMININE_HUNDREDS.sub(lambda match: match.group(1) + "as", tail)
     return words
+
+
+# The German "one" before a noun, by case and gender.
+_GERMAN_ONE = {("nom", "m"): "ein", ("nom", "n"): "ein", ("nom", "f"): "eine",
+               ("acc", "m"): "einen", ("acc", "n"): "ein", ("acc", "f"): "eine",
+               ("dat", "m"): "einem", ("dat", "n"): "einem", ("dat", "f"): "einer"}
+# "doscientos", "quinientos", "duzentos", "quinhentos": not "cientos" nor "cento".
+_MILLIONS = re.compile(r".*\b(?:mill|bill|milh|bilh|bili)\w*")
+_FEMININE_HUNDREDS = re.compile(r"\b(\w+(?:ient|ent))os\b")
 
 
 def feminine_ordinal(words: str, code: str) -> str:

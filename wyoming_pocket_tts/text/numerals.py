@@ -16,10 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .languages import LANGUAGES, Language
+from .genders import DUTCH_NEUTER, FEMININE, GERMAN_CASES, MASCULINE, NEUTER, NOMINATIVE, noun_gender
 from .numbers import before_noun, cardinal, decimal, digits, feminine_ordinal, ordinal, year
+from .unit_names import AMBIGUOUS
 from .units import CURRENCIES, CURRENCY_SIGNS, UNITS, Noun
 
-Pass = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+Reading = Callable[[re.Match[str]], str]
+# A pattern, its reading, and whether it can only match where a digit is left.
+Pass = tuple[re.Pattern[str], Reading, bool]
 
 
 @dataclass(frozen=True)
@@ -39,19 +43,93 @@ class Amount:
 # "20 ºC": the ordinal indicator typed for the degree sign (Spanish and Portuguese keyboards).
 _ORDINAL_FOR_DEGREE = re.compile(r"(?<=\d)(\s?)º(?=[CF]\b)")
 
+# The most digits a number may have to be read as one (999 trillion and so on): a longer
+# run is read in groups or digit by digit. Beyond keeping speech sensible, this bounds
+# every later pattern: none sees a number longer than this, so each one tries a bounded
+# length from each position (a 20,000-digit run made them quadratic: 44 s), and int() is
+# never asked for more than Python's 4,300 digits ("999 " * 1500 is one grouped number).
+MAX_NUMBER_DIGITS = 15
+# Characters that may stand between the thousands groups of one written number.
+_GROUP_SEPARATORS = " \u00a0\u202f\u2009.,'’"
+# A number longer than that as the number patterns would take it: thousands groups, or a
+# run of digits with or without a fraction. Possessive: nothing is tried again shorter.
+_LONG_RUN = re.compile(rf"(?P<sign>(?<![\w.,:])[-−])?(?P<digits>"
+                       rf"\d{{1,3}}(?:[{_GROUP_SEPARATORS}]\d{{3}}){{{MAX_NUMBER_DIGITS // 3},}}+(?:[.,]\d+)?+"
+                       rf"|\d{{{MAX_NUMBER_DIGITS + 1},}}+(?:[.,]\d+)?+|\d++[.,]\d{{{MAX_NUMBER_DIGITS + 1},}}+)")
+_GROUP = re.compile(r"\d+")
+_DIGIT = re.compile(r"\d")
+# What may follow a match and still count as a sentence start (after "p.m.").
+_SENTENCE_START = re.compile(r"\s*(?:$|[A-ZÄÖÜÉ])")
+_YEAR_AHEAD = re.compile(r"(?:1[1-9]\d\d|20\d\d)(?!\d)")
+_WORD_AHEAD = re.compile(r"\s+[^\W\d]")
+_LAST_WORD = re.compile(r"(\w+)\s*$")
+# How far back a reading looks for the word before a number (bounded: one look per number).
+_LOOK_BEHIND_CHARS = 48
+# After a unit symbol that is also a word: no lower-case word follows ("5 in the hall").
+_NO_WORD_AFTER = r"(?![ \u00a0]+[^\W\dA-ZÀ-ÖØ-Þ])"
+# The word (or two) after a number: the noun it counts, or an adjective and the noun.
+_WORDS_AHEAD = re.compile(r"[ \u00a0]+([^\W\d_][\w'’-]*)(?:[ \u00a0]+([^\W\d_][\w'’-]*))?")
+# "bis 2", "o 2": a second number, joined by a word, whose noun both count.
+_CONNECTED_NUMBER = re.compile(r"[ \u00a0]+(\w+)[ \u00a0]+[-−]?\d+(?:[.,]\d+)?")
+_VOWELS = frozenset("aeiouàèéìòùh")
+# The second number of a range, whose noun the first agrees with.
+_RANGE_END = re.compile(r"[-−]?\d+(?:[.,'’ \u00a0\u202f\u2009]\d+)*")
+# A time after a whole hour, joined by a dash or a word or two ("10:00 a 12:00", "alle 12:00").
+_TIME_AFTER = re.compile(r"\s*(?:[–—-]|\w+(?:\s\w+)?)\s*\d{1,2}[:.h]\d{2}")
+# "±0,5 °C", "≈ 20 %", "~20 min": said, not dropped.
+_PLUS_MINUS = re.compile(r"±\s?(?=[\d.,])")
+_APPROXIMATELY = re.compile(r"(?:[~∼]|≈)\s?(?=[\d.,])|≈")
+_NINE_DIGIT_PHONE = re.compile(r"[2-9]\d\d(?: \d\d\d(?: (?!000)\d\d\d)|(?: \d\d){3})")
+# Articles before an hour said without its noun: "a la 1", "às 2".
+_HOUR_ARTICLES = {"es": frozenset({"la", "las"}), "pt": frozenset({"à", "às", "as"})}
+# "É 1 e 5", "São 2 e 20" (Home Assistant's Portuguese clock) at a sentence's start.
+_PORTUGUESE_HOUR_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:É|São)\s+$")
+
 
 def rewrite_numerals(text: str, rules: Language) -> str:
-    if not any(char.isdigit() for char in text):
+    if not _has_digit(text):
         return text
+    text = _LONG_RUN.sub(lambda match: _long_run(match, rules), text)
     text = _ORDINAL_FOR_DEGREE.sub(r"\1°", text)
-    for pattern, say in _passes(rules.code):
+    if "±" in text or "≈" in text or "~" in text or "∼" in text:
+        text = _PLUS_MINUS.sub(f"{rules.plus_minus_word} ", text)
+        text = _APPROXIMATELY.sub(f"{rules.approximately_word} ", text)
+    for pattern, say, needs_digits in _passes(rules.code):
+        if needs_digits and not _DIGIT.search(text):
+            continue  # all read already: the rest of the passes would only scan words
         text = pattern.sub(say, text)
     return _spell_leftover_digits(text, rules)
 
 
+def _has_digit(text: str) -> bool:
+    """Any digit, superscripts ("²", which "\\d" does not match) too; fast on ASCII."""
+    return bool(_DIGIT.search(text)) or (not text.isascii() and any(char.isdigit() for char in text))
+
+
+def _long_run(match: re.Match[str], rules: Language) -> str:
+    """More digits than a number is read with: a decimal's fraction digit by digit, else
+    each group as written ("999 999 ..." -> "nine hundred ninety-nine, nine hundred ..."),
+    groups longer than three digits digit by digit."""
+    written = match.group("digits")
+    groups = _GROUP.findall(written)
+    separators = {char for char in written if not char.isdigit()}
+    decimal_separator = "," if rules.decimal_comma else "."
+    if len(groups) == 2 and separators == {decimal_separator}:
+        whole = groups[0]
+        if len(whole) <= MAX_NUMBER_DIGITS:
+            spoken = decimal(False, int(whole), groups[1], rules)
+        else:
+            spoken = f"{digits(whole, rules)} {rules.decimal_word} {digits(groups[1], rules)}"
+    else:
+        spoken = ", ".join(cardinal(int(group), rules.code) if len(group) <= 3 else digits(group, rules)
+                           for group in groups)
+    sign = f"{rules.minus_word} " if match.group("sign") else ""
+    return f" {sign}{spoken} "
+
+
 def _spell_leftover_digits(text: str, rules: Language) -> str:
     """Whatever digit no pattern claimed (superscripts, other scripts) is read alone."""
-    if not any(char.isdigit() for char in text):
+    if not _has_digit(text):
         return text
     return "".join(f" {cardinal(unicodedata.digit(char, 0), rules.code)} " if char.isdigit()
                    else char for char in text)
@@ -75,7 +153,10 @@ class _Speaker:
         self._parse_re = re.compile(
             rf"(\d{{1,3}}(?:[{separators}]\d{{3}})+|\d+)(?:[.,](\d+))?")
         symbols = sorted(self.units, key=len, reverse=True)
-        self.unit_re = "|".join(re.escape(symbol) for symbol in symbols)
+        # A symbol that is also a word ("in", "mi", "ha") is a unit only where no word follows.
+        self.unit_re = "|".join(re.escape(symbol) + (_NO_WORD_AFTER if symbol in AMBIGUOUS else "")
+                                for symbol in symbols)
+        self._unit_ahead = re.compile(rf"\s?({self.unit_re})(?![\w/²³'’])")
         month_names = {name.lower(): index + 1 for index, name in enumerate(rules.months)}
         month_names.update({alias.lower(): month for alias, month in rules.month_aliases.items()})
         self.month_numbers = month_names
@@ -94,14 +175,63 @@ class _Speaker:
         whole = int("".join(char for char in match.group(1) if char.isdigit()))
         return Amount(sign in ("-", "−"), whole, match.group(2) or "")
 
-    def say_amount(self, amount: Amount, feminine: bool = False) -> str:
+    def say_amount(self, amount: Amount, feminine: bool = False, *, case: str = NOMINATIVE,
+                   masculine: bool = False) -> str:
         if amount.fraction:
             return decimal(amount.negative, amount.whole, amount.fraction, self.rules)
-        words = before_noun(amount.whole, self.rules, feminine)
+        words = before_noun(amount.whole, self.rules, feminine, case=case, masculine=masculine)
         return f"{self.rules.minus_word} {words}" if amount.negative else words
 
+    def say_counting(self, amount: Amount, gender: str | None, match: re.Match[str]) -> str:
+        """A number that counts a noun of `gender` (None: said alone, "uno", "eins")."""
+        if gender is None:
+            if amount.fraction:
+                return decimal(amount.negative, amount.whole, amount.fraction, self.rules)
+            words = cardinal(amount.whole, self.code)
+            return f"{self.rules.minus_word} {words}" if amount.negative else words
+        return self.say_amount(amount, gender == FEMININE, case=self.german_case(match),
+                               masculine=gender == MASCULINE)
+
+    def german_case(self, match: re.Match[str]) -> str:
+        """The case a German preposition before the match asks for ("in einer Stunde")."""
+        return GERMAN_CASES.get(self.previous_word(match), NOMINATIVE) if self.code == "de" else NOMINATIVE
+
+    def counted_gender(self, text: str, position: int) -> str | None:
+        """The gender of the noun a number ending at `position` counts, if a noun follows:
+        a unit symbol, or a word (German: past an adjective, "1 pausierter Timer")."""
+        unit = self._unit_ahead.match(text, position)
+        if unit is not None:
+            noun = self.units[unit.group(1)]
+            return FEMININE if noun.feminine else MASCULINE if noun.masculine else NEUTER
+        connected = _CONNECTED_NUMBER.match(text, position)
+        if connected is not None and connected.group(1).lower() in self.rules.range_words:
+            position = connected.end()  # "1 bis 2 Stunden", "1 o 2 horas": the second's noun
+        words = _WORDS_AHEAD.match(text, position)
+        if words is None:
+            return None
+        first, second = words.group(1), words.group(2)
+        gender = noun_gender(first, self.code)
+        if gender is None and second and self.code == "de" and first[0].islower() \
+                and first.endswith(("e", "er", "es", "en", "em")):
+            gender = noun_gender(second, self.code)
+        return gender
+
+    def hour_context(self, match: re.Match[str]) -> bool:
+        """A number said as an hour of the day without a noun ("Es la 1 y 5", "às 2", "l'1"):
+        hours are feminine (la hora, l'ora)."""
+        if self.code == "it":
+            return match.string.endswith(("l'", "l’"), max(0, match.start() - 2), match.start())  # "l'una"
+        if self.code not in ("es", "pt"):
+            return False
+        if self.previous_word(match) in _HOUR_ARTICLES[self.code]:
+            return True
+        return self.code == "pt" and _PORTUGUESE_HOUR_START.search(
+            match.string, max(0, match.start() - _LOOK_BEHIND_CHARS), match.start()) is not None
+
     def previous_word(self, match: re.Match[str]) -> str:
-        found = re.search(r"(\w+)\s*$", match.string[:match.start()])
+        """The word before the match, looked for in a bounded window (once per match)."""
+        start = match.start()
+        found = _LAST_WORD.search(match.string, max(0, start - _LOOK_BEHIND_CHARS), start)
         return found.group(1).lower() if found else ""
 
     # --- passes ----------------------------------------------------------------------
@@ -109,7 +239,7 @@ class _Speaker:
     def passes(self) -> tuple[Pass, ...]:
         num, sign = self.number_re, r"(?P<sign>(?<![\w.,:])[-−+])?"
         currency = r"US\$|[$€£]|\b(?:CHF|EUR|USD|GBP)\b|\bFr\."
-        found: list[Pass] = [
+        found: list[tuple[re.Pattern[str], Reading]] = [
             (re.compile(rf"{sign}(?P<cur>{currency})\s?(?P<num>{num})"), self.money),
             (re.compile(rf"{sign}(?P<num>{num})\s?(?P<cur>[$€£]|(?:CHF|EUR|USD|GBP)\b)"), self.money),
             # ISO dates, with the time an ISO timestamp may carry ("2027-03-14T18:40:00Z").
@@ -118,6 +248,8 @@ class _Speaker:
              self.numeric_date),
             (re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b"), self.numeric_date),
             (re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"), self.slashed_date),
+            # "14-03-2027" (Dutch and others write dates so; English: month first, as with "/").
+            (re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b"), self.slashed_date),
             (re.compile(rf"\b(?P<day>\d{{1,2}})(?:\.|st|nd|rd|th|er|re|ère|º|°|ª|e)?\s+(?:of\s+|de\s+)?"
                         rf"(?P<month>{self.month_re})\b(?:,?\s+(?:de\s+)?(?P<y>\d{{4}})\b)?"),
              self.named_date),
@@ -147,14 +279,18 @@ class _Speaker:
         found += [
             (re.compile(rf"(?P<a>{sign}{num})\s?[–—-]\s?(?=[-−]?{num}\s?(?:{self.unit_re})(?!\w))"),
              self.range_start),
-            (re.compile(rf"{sign}(?P<num>{num})\s?(?P<unit>{self.unit_re})(?![\w/²³])"), self.with_unit),
+            # A named fraction of a unit: "1/2 L" is "half a liter", not "1/two liters".
+            (re.compile(rf"(?<![\d/])(?P<a>[1-3])/(?P<b>[234])\s?(?P<unit>{self.unit_re})(?![\w/²³'’])"),
+             self.fraction),
+            (re.compile(rf"{sign}(?P<num>{num})\s?(?P<unit>{self.unit_re})(?![\w/²³'’])"), self.with_unit),
             (re.compile(rf"(?:(?<=[^\W\d])(?P<slash>/)|(?<=\s){self.rules.per_word}\s)(?P<unit>{self.unit_re})(?![\w/²³])"),
              self.per_unit),
             *self.ordinal_passes(),
             (re.compile(r"\b[vV](?P<parts>\d+(?:\.\d+){2,})\b|\b(?P<bare>\d+(?:\.\d+){2,})\b"),
              self.version),
             (re.compile(r"\b[vV](?P<v>\d+(?:\.\d+)?)\b"), self.short_version),
-            (re.compile(r"(?<![\w+])(?P<phone>(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,5}\)\s?)?"
+            # "+33 1 23 45 67 89": after a country code the first group may be one digit.
+            (re.compile(r"(?<![\w+])(?P<phone>(?:\+\d{1,3}[\s.-]?(?:\d[\s.-])?)?(?:\(\d{1,5}\)\s?)?"
                         r"\d{2,5}(?:[\s./-]\d{2,8}){1,5})(?![\w])"), self.phone),
             (re.compile(rf"(?P<a>{sign}{num})\s?(?:–|—|-(?=\d))\s?(?=[-−]?\d)"), self.range_start),
             (re.compile(r"(?<!\d[.,])\b(?P<code>[A-Za-z\d]*(?:[A-Za-z]\d|\d[A-Za-z])[A-Za-z\d]*(?:[.,]\d+\b)?)"),
@@ -163,11 +299,12 @@ class _Speaker:
             (re.compile(r"(?<![\w.,])(?<!\d[ \u00a0\u202f\u2009])(?P<digits>0\d+|\d{5,})(?![\w]|[.,]\d)"),
              self.digit_string),
             (re.compile(r"(?<![\w.,])(?P<y>1[1-9]\d\d|20\d\d)(?![\w]|[.,]\d)"), self.bare_year),
-            (re.compile(rf"{sign}(?P<num>{num})"), self.plain),
+            (re.compile(rf"{sign}(?P<num>{num})(?P<space>[ \u00a0]*)"), self.plain),
         ]
-        return tuple(found)
+        # "Cent pro kWh": the one pass that reads text without digits.
+        return tuple((pattern, say, say != self.per_unit) for pattern, say in found)
 
-    def ordinal_passes(self) -> list[Pass]:
+    def ordinal_passes(self) -> list[tuple[re.Pattern[str], Reading]]:
         if self.code == "en":
             return [(re.compile(r"\b(?P<n>\d+)(?:st|nd|rd|th)\b"), self.ordinal_word)]
         if self.code == "fr":
@@ -192,9 +329,11 @@ class _Speaker:
         if len(amount.fraction) > 2:  # "0.125 €" per kWh: a decimal, not cents
             return f"{self.say_amount(amount)} {main.plural}"
         cents = int(amount.fraction.ljust(2, "0")) if amount.fraction else 0
-        whole_words = f"{before_noun(amount.whole, self.rules, main.feminine)} " \
+        case = self.german_case(match)
+        whole_words = f"{before_noun(amount.whole, self.rules, main.feminine, case=case, masculine=main.masculine)} " \
                       f"{main.form(amount.whole == 1 or (self.code == 'fr' and amount.whole < 2))}"
-        cent_words = f"{before_noun(cents, self.rules, minor.feminine)} {minor.form(cents == 1)}"
+        cent_words = f"{before_noun(cents, self.rules, minor.feminine, case=case, masculine=minor.masculine)} " \
+                     f"{minor.form(cents == 1)}"
         if not cents:
             return sign + whole_words
         if not amount.whole:
@@ -251,13 +390,15 @@ class _Speaker:
             return self.duration(match, hour, minute, int(seconds))
         if minute > 59 or hour > 24 or (ampm and not 1 <= hour <= 12):
             return match.group(0)
-        trailing_stop = "." if (groups.get("dot") or groups.get("dot2")) and re.match(
-            r"\s*(?:$|[A-ZÄÖÜÉ])", match.string[match.end():]) else ""
+        trailing_stop = "." if (groups.get("dot") or groups.get("dot2")) and _SENTENCE_START.match(
+            match.string, match.end()) else ""
         if self.code == "en":
             return self.english_clock(hour, minute, ampm.upper()) + trailing_stop
         if ampm:
             hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
-        return self.clock_words(hour, minute) + trailing_stop
+        # "de 10:00 a 12:00": "en punto" once, after the range's last hour.
+        ends_range = _TIME_AFTER.match(match.string, match.end()) is not None
+        return self.clock_words(hour, minute, whole_hour_word=not ends_range) + trailing_stop
 
     def english_clock(self, hour: int, minute: int, ampm: str) -> str:
         hour_words = cardinal(hour, "en")
@@ -268,7 +409,7 @@ class _Speaker:
         minute_words = ("oh " if minute < 10 else "") + cardinal(minute, "en")
         return f"{hour_words} {minute_words}" + (f" {ampm}" if ampm else "")
 
-    def clock_words(self, hour: int, minute: int) -> str:
+    def clock_words(self, hour: int, minute: int, whole_hour_word: bool = True) -> str:
         code, rules = self.code, self.rules
         minutes = cardinal(minute, code) if minute else ""
         if code == "de":
@@ -281,6 +422,8 @@ class _Speaker:
         hours = before_noun(hour, rules, True)
         if minutes:
             return f"{hours} {rules.and_word} {minutes}"
+        if not whole_hour_word:
+            return hours
         return {"it": f"{hours} in punto", "es": f"{hours} en punto"}.get(
             code, f"{hours} {'hora' if hour == 1 else 'horas'}")
 
@@ -303,27 +446,34 @@ class _Speaker:
 
     def range_start(self, match: re.Match[str]) -> str:
         written = match.group("a")
-        if re.fullmatch(r"1[1-9]\d\d|20\d\d", written) and re.match(
-                r"(?:1[1-9]\d\d|20\d\d)(?!\d)", match.string[match.end():]):
+        if re.fullmatch(r"1[1-9]\d\d|20\d\d", written) and _YEAR_AHEAD.match(match.string, match.end()):
             return f"{year(int(written), self.code)} {self.rules.to_word} "  # "2020-2024"
         amount = self.amount(written[0] if written[0] in "-−+" else None, written.lstrip("-−+"))
         if amount is None:
             return match.group(0)
-        return f"{self.say_amount(amount)} {self.rules.to_word} "
+        # Agrees with the noun after the range's end: "una a dos horas", "1 bis 2 Stunden".
+        end = _RANGE_END.match(match.string, match.end())
+        gender = self.counted_gender(match.string, end.end()) if end else None
+        if gender is None and self.code in ("fr", "it", "es", "pt"):
+            gender = MASCULINE  # "de un a dos", as before
+        return f"{self.say_counting(amount, gender, match)} {self.rules.to_word} "
 
     def with_unit(self, match: re.Match[str]) -> str:
         unit = match.group("unit")
-        after = match.string[match.end():]
-        if unit == "°" and self.code in ("it", "es", "pt") and re.match(r"\s+[^\W\d]", after):
+        if unit == "°" and self.code in ("it", "es", "pt") and _WORD_AHEAD.match(match.string, match.end()):
             return match.group(0)  # "3° piano" is an ordinal: left for the ordinal pass
+        if unit in AMBIGUOUS and match.end("num") == match.start("unit"):
+            return match.group(0)  # "4K", "3B": a name, not "four kelvins"
         amount = self.amount(match.group("sign"), match.group("num"))
         if amount is None:
             return match.group(0)
         noun = self.units[unit]
-        words = self.say_amount(amount, noun.feminine)
+        words = self.say_amount(amount, noun.feminine, case=self.german_case(match), masculine=noun.masculine)
         if match.group("sign") == "+":
             words = f"{self.rules.plus_word} {words}"
         name = noun.form(amount.singular(self.rules))
+        if unit.endswith(".") and _SENTENCE_START.match(match.string, match.end()):
+            name += "."  # "45 Min. Dann": the unit's dot also ended the sentence
         if self.code == "it" and words.endswith("una") and name[0] in "aeiou":
             return f"{words[:-1]}'{name}"  # "un'ora"
         return f"{words} {name}"
@@ -368,7 +518,10 @@ class _Speaker:
     def phone(self, match: re.Match[str]) -> str:
         written = match.group("phone")
         digit_count = sum(char.isdigit() for char in written)
-        looks_dialled = written[0] in "+(0" or "-" in written or "/" in written
+        looks_dialled = written[0] in "+(0" or "-" in written or "/" in written or (
+            # Spanish and Portuguese numbers have nine digits, written in groups of three
+            # (or 3-2-2-2) with spaces: "912 345 678" is a phone, not 912 million.
+            self.code in ("es", "pt") and _NINE_DIGIT_PHONE.fullmatch(written) is not None)
         year_range = re.fullmatch(r"(?:1[1-9]\d\d|20\d\d)[–-](?:1[1-9]\d\d|20\d\d)", written)
         if digit_count < 7 or not looks_dialled or year_range:
             return match.group(0)
@@ -390,11 +543,30 @@ class _Speaker:
         return " ".join(parts)
 
     def fraction(self, match: re.Match[str]) -> str:
-        written = match.group(0)
-        if written in self.rules.fractions:
-            return self.rules.fractions[written]
-        return f"{cardinal(int(match.group('a')), self.code)} {self.rules.over_word} " \
-               f"{cardinal(int(match.group('b')), self.code)}"
+        """ "1/2", and before a noun or a unit its share of it: "media taza", "eine halbe
+        Tasse", "un quart de litre", "een half uur"."""
+        written = f"{match.group('a')}/{match.group('b')}"
+        unit = match.groupdict().get("unit")
+        name = self.rules.fractions.get(written)
+        if name is None:
+            spoken = f"{cardinal(int(match.group('a')), self.code)} {self.rules.over_word} " \
+                     f"{cardinal(int(match.group('b')), self.code)}"
+            return f"{spoken} {self.units[unit].plural}" if unit else spoken
+        noun = self.units[unit] if unit else None
+        if noun is not None:
+            gender = FEMININE if noun.feminine else MASCULINE if noun.masculine else NEUTER
+        else:
+            gender = self.counted_gender(match.string, match.end())
+            if self.code == "nl" and (word := _WORDS_AHEAD.match(match.string, match.end())):
+                gender = NEUTER if word.group(1).lower() in DUTCH_NEUTER else MASCULINE
+        if gender is None:
+            return name
+        if written == "1/2" and self.rules.half_before_noun:
+            halves = self.rules.half_before_noun
+            name = halves.get(gender) or halves[MASCULINE]
+        elif self.rules.fraction_of:
+            name = f"{name} {self.rules.fraction_of}"  # "un cuarto de taza"
+        return f"{name} {noun.singular}" if noun is not None else name
 
     def digit_string(self, match: re.Match[str]) -> str:
         return digits(match.group("digits"), self.rules)
@@ -407,7 +579,16 @@ class _Speaker:
         amount = self.amount(sign, match.group("num"))
         if amount is None:
             return match.group(0)
-        words = self.say_amount(amount)
-        if match.end() < len(match.string) and match.string[match.end()].isalpha():
+        end = match.end("num")
+        gender = counted = self.counted_gender(match.string, end)
+        if gender is None and self.hour_context(match):
+            gender = FEMININE
+        words = self.say_counting(amount, gender, match)
+        if sign == "+":
+            words = f"{self.rules.plus_word} {words}"
+        if self.code == "it" and words.endswith("una") and match.group("space") and counted == FEMININE \
+                and match.string[match.end():match.end() + 1].lower() in _VOWELS:
+            return words[:-1] + "'"  # "un'ora", "un'altra"
+        if end < len(match.string) and match.string[end].isalpha():
             words += " "  # "1.5x": the letter after the number stays a word of its own
-        return f"{self.rules.plus_word} {words}" if sign == "+" else words
+        return words + match.group("space")

@@ -13,6 +13,14 @@ being decided (a sentence end waiting for its next character), a run of end mark
 matched once from its start, and each candidate is judged on the last `CONTEXT_CHARS` of
 the text before it. (Searching the whole pending text again per chunk made a stream of
 "x. y. " in one-character chunks cubic: 4,000 characters took 4.7 s of the event loop.)
+A large chunk is taken in slices of `SLICE_CHARS`, so that releasing a sentence never
+copies more than a slice and a sentence of pending text (one 1.6 MB chunk of short
+sentences took 7.7 s when each release copied the rest of the chunk).
+
+No sentence is longer than `MAX_SENTENCE_CHARS`: text that runs on without a sentence end
+is cut after a clause mark or at a space (anywhere, if it has none) near that length. The
+sentence is the unit every later stage works on (normalising, synthesis): bounding it
+bounds what one of them can cost, and a reply still starts speaking after a few seconds.
 """
 
 from __future__ import annotations
@@ -40,6 +48,12 @@ _LIST_MARKER = re.compile(r"(?:^|[\n:])\s*\d{1,3}\.$")
 _GERMAN_ORDINAL = re.compile(r"(?:^|\s)\d{1,3}\.$")
 _INITIAL = re.compile(r"(?:^|\s)[A-ZÀ-ÖØ-Þ]\.$")  # "J. R. R.", not "9 h."
 _FENCE = "```"
+# The longest sentence released (about 15 s of speech; a written sentence is rarely a
+# quarter of that). A longer one is cut in the second half of this length.
+MAX_SENTENCE_CHARS = 1_000
+# Where a sentence too long is cut, best first: after a clause mark, at a space.
+_FORCED_CUTS = (re.compile(r"[,;:–—](?=\s)"), re.compile(r"(?<=\S)\s"))
+SLICE_CHARS = 256
 
 
 class SentenceSplitter:
@@ -71,13 +85,28 @@ class SentenceSplitter:
 
     def add_chunk(self, chunk: str) -> Iterator[str]:
         """Add streamed text; yield each sentence that is now complete."""
+        if len(chunk) <= SLICE_CHARS:
+            return self._add(chunk)  # an LLM's delta: no generator in between
+        return self._add_slices(chunk)
+
+    def _add_slices(self, chunk: str) -> Iterator[str]:
+        for start in range(0, len(chunk), SLICE_CHARS):
+            yield from self._add(chunk[start:start + SLICE_CHARS])
+
+    def _add(self, chunk: str) -> Iterator[str]:
         after_space = self._text[-1:].isspace()
         self._text += chunk
         if not chunk.strip() or not (after_space or _SPACE.search(chunk)):
             # A cut needs a boundary, space, then a character: spaces alone decide nothing,
             # nor does a chunk without space after text that ended without one ("....").
-            return
-        while (cut := self._next_cut()) is not None:
+            if len(self._text) <= MAX_SENTENCE_CHARS:
+                return
+        while True:
+            cut = self._next_cut()
+            if (cut is None or cut > MAX_SENTENCE_CHARS) and len(self._text) > MAX_SENTENCE_CHARS:
+                cut = self._forced_cut()
+            if cut is None:
+                return
             sentence, self._text = self._text[:cut].strip(), self._text[cut:].lstrip()
             self._reset_scan()
             if sentence:
@@ -88,6 +117,16 @@ class SentenceSplitter:
         rest, self._text = self._text.strip(), ""
         self._reset_scan()
         return rest
+
+    def _forced_cut(self) -> int:
+        """Where a sentence that ran past MAX_SENTENCE_CHARS is cut (see the module's note)."""
+        for pattern in _FORCED_CUTS:
+            last = None
+            for last in pattern.finditer(self._text, MAX_SENTENCE_CHARS // 2, MAX_SENTENCE_CHARS):
+                pass
+            if last is not None:
+                return last.end()
+        return MAX_SENTENCE_CHARS
 
     def _next_cut(self) -> int | None:
         for match in _BOUNDARY.finditer(self._text, self._scan_from):
@@ -143,6 +182,8 @@ class SentenceSplitter:
             abbreviation = self._abbreviations.get(candidate.lower())
             if abbreviation is None:
                 continue
+            if abbreviation.not_after_number and (tokens.group(1) or "")[-1:].isdigit():
+                return True  # "45 min. Then": the unit, which may end a sentence
             if abbreviation.before_number:
                 return not following.isdigit()  # "Nr. 5" goes on; "I said no. Then" ends
             return abbreviation.may_end_sentence and following.isupper()

@@ -3,12 +3,15 @@
 Written by hand: num2words names numbers, not units, and its currency support misses
 the Swiss franc and reads integers as cents. Each entry is "singular|plural" (one form
 when both are the same); a leading "f:" marks a feminine noun, which changes the number
-before it in German, French, Italian, Spanish and Portuguese ("eine Stunde", "une heure").
+before it in German, French, Italian, Spanish and Portuguese ("eine Stunde", "une heure"),
+and "m:" a German masculine one ("für einen Euro"; unmarked German nouns are neuter).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .unit_names import unit_names
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,7 @@ class Noun:
     singular: str
     plural: str
     feminine: bool = False
+    masculine: bool = False  # German only: "für einen Euro" (neuter: "für ein Kilo")
 
     def form(self, singular: bool) -> str:
         return self.singular if singular else self.plural
@@ -26,9 +30,9 @@ class Noun:
 def _nouns(table: dict[str, str]) -> dict[str, Noun]:
     nouns = {}
     for symbol, spec in table.items():
-        feminine = spec.startswith("f:")
-        singular, _, plural = spec.removeprefix("f:").partition("|")
-        nouns[symbol] = Noun(singular, plural or singular, feminine)
+        feminine, masculine = spec.startswith("f:"), spec.startswith("m:")
+        singular, _, plural = spec.removeprefix("f:").removeprefix("m:").partition("|")
+        nouns[symbol] = Noun(singular, plural or singular, feminine, masculine)
     return nouns
 
 
@@ -37,8 +41,9 @@ UNIT_SYMBOLS = ("°C", "°F", "%", "kWh", "Wh", "MWh", "kW", "W", "V", "A", "mA"
                 "mph", "km", "mm", "cm", "m³", "m²", "m", "kg", "g", "hPa", "mbar", "lx",
                 "ppm", "µg/m³", "dB", "min", "h", "s", "ms", "L", "°")
 
-UNITS: dict[str, dict[str, Noun]] = {
+_WRITTEN: dict[str, dict[str, Noun]] = {
     "en": _nouns({
+        "l": "liter|liters", "ml": "milliliter|milliliters", "mL": "milliliter|milliliters", "Min.": "minute|minutes",
         "°C": "degree Celsius|degrees Celsius", "°F": "degree Fahrenheit|degrees Fahrenheit",
         "°": "degree|degrees", "%": "percent", "kWh": "kilowatt hour|kilowatt hours",
         "Wh": "watt hour|watt hours", "MWh": "megawatt hour|megawatt hours",
@@ -55,19 +60,21 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "second|seconds", "ms": "millisecond|milliseconds", "L": "liter|liters",
     }),
     "de": _nouns({
-        "°C": "Grad Celsius", "°F": "Grad Fahrenheit", "°": "Grad", "%": "Prozent",
+        "l": "m:Liter", "ml": "m:Milliliter", "mL": "m:Milliliter", "Min.": "f:Minute|Minuten", "Min": "f:Minute|Minuten", "Std.": "f:Stunde|Stunden", "Std": "f:Stunde|Stunden", "Sek.": "f:Sekunde|Sekunden", "Sek": "f:Sekunde|Sekunden",
+        "°C": "m:Grad Celsius", "°F": "m:Grad Fahrenheit", "°": "m:Grad", "%": "Prozent",
         "kWh": "f:Kilowattstunde|Kilowattstunden", "Wh": "f:Wattstunde|Wattstunden",
         "MWh": "f:Megawattstunde|Megawattstunden", "kW": "Kilowatt", "W": "Watt",
-        "V": "Volt", "A": "Ampere", "mA": "Milliampere", "km/h": "Kilometer pro Stunde",
-        "m/s": "Meter pro Sekunde", "mph": "f:Meile pro Stunde|Meilen pro Stunde",
-        "km": "Kilometer", "mm": "Millimeter", "cm": "Zentimeter", "m³": "Kubikmeter",
-        "m²": "Quadratmeter", "m": "Meter", "kg": "Kilogramm", "g": "Gramm",
+        "V": "Volt", "A": "Ampere", "mA": "Milliampere", "km/h": "m:Kilometer pro Stunde",
+        "m/s": "m:Meter pro Sekunde", "mph": "f:Meile pro Stunde|Meilen pro Stunde",
+        "km": "m:Kilometer", "mm": "m:Millimeter", "cm": "m:Zentimeter", "m³": "m:Kubikmeter",
+        "m²": "m:Quadratmeter", "m": "m:Meter", "kg": "Kilogramm", "g": "Gramm",
         "hPa": "Hektopascal", "mbar": "Millibar", "lx": "Lux", "ppm": "ppm",
         "µg/m³": "Mikrogramm pro Kubikmeter", "dB": "Dezibel", "min": "f:Minute|Minuten",
         "h": "f:Stunde|Stunden", "s": "f:Sekunde|Sekunden",
-        "ms": "f:Millisekunde|Millisekunden", "L": "Liter", "Uhr": "Uhr",
+        "ms": "f:Millisekunde|Millisekunden", "L": "m:Liter", "Uhr": "Uhr",
     }),
     "fr": _nouns({
+        "l": "litre|litres", "ml": "millilitre|millilitres", "mL": "millilitre|millilitres", "Mo": "mégaoctet|mégaoctets", "Go": "gigaoctet|gigaoctets", "ko": "kilooctet|kilooctets", "To": "téraoctet|téraoctets", "Mo/s": "mégaoctet par seconde|mégaoctets par seconde",
         "°C": "degré Celsius|degrés Celsius", "°F": "degré Fahrenheit|degrés Fahrenheit",
         "°": "degré|degrés", "%": "pour cent", "kWh": "kilowattheure|kilowattheures",
         "Wh": "wattheure|wattheures", "MWh": "mégawattheure|mégawattheures",
@@ -85,6 +92,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "f:seconde|secondes", "ms": "f:milliseconde|millisecondes", "L": "litre|litres",
     }),
     "it": _nouns({
+        "l": "litro|litri", "ml": "millilitro|millilitri", "mL": "millilitro|millilitri",
         "°C": "grado Celsius|gradi Celsius", "°F": "grado Fahrenheit|gradi Fahrenheit",
         "°": "grado|gradi", "%": "percento", "kWh": "chilowattora", "Wh": "wattora",
         "MWh": "megawattora", "kW": "chilowatt", "W": "watt", "V": "volt", "A": "ampere",
@@ -100,6 +108,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "ms": "millisecondo|millisecondi", "L": "litro|litri",
     }),
     "pt": _nouns({
+        "l": "litro|litros", "ml": "mililitro|mililitros", "mL": "mililitro|mililitros",
         "°C": "grau Celsius|graus Celsius", "°F": "grau Fahrenheit|graus Fahrenheit",
         "°": "grau|graus", "%": "por cento", "kWh": "quilowatt-hora|quilowatts-hora",
         "Wh": "watt-hora|watts-hora", "MWh": "megawatt-hora|megawatts-hora",
@@ -117,6 +126,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "segundo|segundos", "ms": "milissegundo|milissegundos", "L": "litro|litros",
     }),
     "es": _nouns({
+        "l": "litro|litros", "ml": "mililitro|mililitros", "mL": "mililitro|mililitros",
         "°C": "grado Celsius|grados Celsius", "°F": "grado Fahrenheit|grados Fahrenheit",
         "°": "grado|grados", "%": "por ciento", "kWh": "kilovatio hora|kilovatios hora",
         "Wh": "vatio hora|vatios hora", "MWh": "megavatio hora|megavatios hora",
@@ -134,6 +144,7 @@ UNITS: dict[str, dict[str, Noun]] = {
         "s": "segundo|segundos", "ms": "milisegundo|milisegundos", "L": "litro|litros",
     }),
     "nl": _nouns({
+        "l": "liter", "ml": "milliliter", "mL": "milliliter", "min.": "minuut|minuten",
         "°C": "graad Celsius|graden Celsius", "°F": "graad Fahrenheit|graden Fahrenheit",
         "°": "graad|graden",
         "%": "procent", "kWh": "kilowattuur", "Wh": "wattuur", "MWh": "megawattuur",
@@ -148,6 +159,11 @@ UNITS: dict[str, dict[str, Noun]] = {
     }),
 }
 
+# Written here (with their idioms) first, then every other unit Home Assistant reports.
+UNITS: dict[str, dict[str, Noun]] = {
+    code: {**_nouns(unit_names(code)), **written} for code, written in _WRITTEN.items()
+}
+
 # Currency symbols and codes as written, mapped to ISO codes.
 CURRENCY_SIGNS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "CHF": "CHF", "Fr.": "CHF",
                   "EUR": "EUR", "USD": "USD", "GBP": "GBP"}
@@ -160,8 +176,8 @@ CURRENCIES: dict[str, dict[str, tuple[Noun, Noun]]] = {
         "en": {"EUR": ("euro|euros", "cent|cents"), "USD": ("dollar|dollars", "cent|cents"),
                "GBP": ("pound|pounds", "penny|pence"),
                "CHF": ("Swiss franc|Swiss francs", "centime|centimes")},
-        "de": {"EUR": ("Euro", "Cent"), "USD": ("Dollar", "Cent"), "GBP": ("Pfund", "Penny|Pence"),
-               "CHF": ("Franken", "Rappen")},
+        "de": {"EUR": ("m:Euro", "m:Cent"), "USD": ("m:Dollar", "m:Cent"), "GBP": ("Pfund", "m:Penny|Pence"),
+               "CHF": ("m:Franken", "m:Rappen")},
         "fr": {"EUR": ("euro|euros", "centime|centimes"), "USD": ("dollar|dollars", "cent|cents"),
                "GBP": ("f:livre|livres", "penny|pence"),
                "CHF": ("franc suisse|francs suisses", "centime|centimes")},

@@ -31,7 +31,6 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 from wyoming.audio import AudioStart
 
-from ..settings import BY_NAME
 from . import preview
 from .config import WebConfig
 from .decode import DecodeError, decode_audio
@@ -49,6 +48,7 @@ from .store import (
     VoiceRef,
     VoiceStore,
     check_name,
+    setting_bounds,
 )
 from .strings import Strings
 
@@ -219,7 +219,7 @@ class VoicesPage:
                 "maxPreviewChars": preview.MAX_PREVIEW_CHARS, "maxNameLength": MAX_NAME_LENGTH,
                 "maxDescriptionLength": MAX_DESCRIPTION_LENGTH,
             },  # fmt: skip
-            "settings": {name: _setting_bounds(name) for name in EDITABLE_SETTINGS},
+            "settings": {name: setting_bounds(name) for name in EDITABLE_SETTINGS},
         }
 
     def _describe_voices(self, voices: list[ServedVoice], labels: list[str]) -> list[dict[str, Any]]:
@@ -315,7 +315,9 @@ class VoicesPage:
             if key in body:
                 value = body[key]
                 values[key] = None if value in (None, "") else value
-        settings = Settings(description=str(body.get("description") or ""), values=values)
+        # A field left out is left as it is (an API client changing one setting keeps the rest).
+        description = str(body.get("description") or "") if "description" in body else None
+        settings = Settings(description=description, values=values)
         async with self._changing:
             await asyncio.to_thread(self.store.edit, _ref(voice), _version(body.get("version")), settings)
             await self.server.refresh()
@@ -387,14 +389,6 @@ def _ref(voice: ServedVoice) -> VoiceRef:
 
 def _version(value: Any) -> str | None:
     return str(value) if value else None
-
-
-def _setting_bounds(name: str) -> dict[str, Any]:
-    setting = BY_NAME[name]
-    maximum = setting.maximum
-    if maximum is None and setting.addon is not None:
-        maximum = setting.addon.maximum
-    return {"min": setting.minimum, "max": maximum, "default": setting.default}
 
 
 def _resource(name: str) -> str:

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..core.files import sync_directory, write_synced
-from ..settings import PER_VOICE, SettingError
+from ..settings import BY_NAME, PER_VOICE, SettingError
 from ..voices.config import ModelScope, VoiceConfigError, kind_of_path
 
 _LOGGER = logging.getLogger(__name__)
@@ -129,8 +129,8 @@ class Place:
 
 @dataclass(frozen=True)
 class Settings:
-    """A voice's editable values, as the page sends them: None removes the value (the
-    server's own applies)."""
+    """A voice's editable values, as the page sends them: a value None is removed (the
+    server's own applies); a setting left out of `values`, or a description None, is kept."""
 
     description: str | None
     values: Mapping[str, float | None]
@@ -425,7 +425,7 @@ class VoiceStore:
 
     def edit(self, voice: VoiceRef, version: str | None, settings: Settings) -> None:
         """Set a voice's description and own settings (None: removed)."""
-        description = _check_description(settings.description or "")
+        description = None if settings.description is None else _check_description(settings.description)
         values = {}
         for key, value in settings.values.items():
             if key not in EDITABLE_SETTINGS:
@@ -434,6 +434,11 @@ class VoiceStore:
                 values[key] = PER_VOICE[key].check(value)
             except SettingError as err:
                 raise StoreError("setting_bad", str(err), key=key) from None
+            maximum = setting_bounds(key)["max"]
+            if values[key] is not None and maximum is not None and values[key] > maximum:
+                # The add-on's bound where the command line has none (temperature): the page
+                # offers what the add-on does.
+                raise StoreError("setting_bad", f"{key} must be at most {maximum:g}, got {value}", key=key)
         with self._lock:
             snapshot = self._checked(voice, version)
             document = snapshot.document
@@ -454,7 +459,7 @@ class VoiceStore:
                 target = document.editable_entry(place.entry)
             if description:
                 target["description"] = description
-            else:
+            elif description is not None:
                 target.pop("description", None)
             for key, value in values.items():
                 if value is None:
@@ -504,6 +509,15 @@ class VoiceStore:
                 sync_directory(place.path.parent)
         _LOGGER.info("voices page: voice %r deleted%s", voice.name, f" with {removed}" if removed else "")
         return removed
+
+
+def setting_bounds(name: str) -> dict[str, Any]:
+    """An editable setting's bounds and default, as the page offers them."""
+    setting = BY_NAME[name]
+    maximum = setting.maximum
+    if maximum is None and setting.addon is not None:
+        maximum = setting.addon.maximum
+    return {"min": setting.minimum, "max": maximum, "default": setting.default}
 
 
 def voice_files(folder: Path) -> dict[str, Path]:

@@ -200,8 +200,10 @@ function voiceItem(voice) {
   buttons.makeDefault.hidden = voice.default || !voice.canBeDefault;
   buttons.remove.hidden = !voice.deletable;
 
-  const status = item.querySelector(".preview-status");
-  buttons.preview.addEventListener("click", () => player.play(voice, buttons.preview, status));
+  // The status is looked up at each click: a re-rendered item takes over its predecessor's
+  // status element (and so a preview's progress), and this item's own is then gone.
+  buttons.preview.addEventListener("click", () => player.play(voice, buttons.preview,
+    item.querySelector(".preview-status")));
   buttons.makeDefault.addEventListener("click", () => makeDefault(voice));
   buttons.remove.addEventListener("click", () => confirmDelete(voice));
 
@@ -340,6 +342,7 @@ class Player {
     let first = null;
     let played = 0;
     let scheduled = 0;
+    let peak = 0; // the loudest sample played: a preview of silence is not "played"
     const ended = [];
     for (;;) {
       const { done, value } = await reader.read();
@@ -364,6 +367,7 @@ class Player {
         const data = buffer.getChannelData(channel);
         for (let i = 0; i < frames; i++) data[i] = samples[i * format.channels + channel] / 32768;
       }
+      for (let i = 0; i < samples.length; i++) peak = Math.max(peak, Math.abs(samples[i]) / 32768);
       const source = context.createBufferSource();
       source.buffer = buffer;
       source.connect(context.destination);
@@ -390,6 +394,7 @@ class Player {
     status.dataset.played = played.toFixed(2);
     status.dataset.first = first === null ? "" : first.toFixed(2);
     status.dataset.buffers = String(scheduled);
+    status.dataset.peak = peak.toFixed(3);
     status.dataset.state = "done";
     status.textContent = t("preview_done", { seconds: played.toFixed(1), first: (first || 0).toFixed(1) });
   }
