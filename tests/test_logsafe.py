@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from wyoming_pocket_tts.server.logsafe import RepeatLimiter, clip
+from wyoming_pocket_tts.server.logsafe import RepeatLimiter, clip, without_paths
 
 
 def test_clip_keeps_short_values_and_cuts_long_ones_with_their_length() -> None:
@@ -77,3 +77,12 @@ def test_repeat_limiter_on_a_handler_limits_every_logger() -> None:
     finally:
         parent.removeHandler(collect)
     assert len(collect.records) == 4  # two per logger
+
+
+def test_what_a_client_is_told_holds_no_server_paths() -> None:
+    assert without_paths("recording /share/voices/anna.wav is silent") == "recording anna.wav is silent"
+    assert without_paths("voice 'a' (/tmp/x/a.wav, from the voices folder)") == "voice 'a' (a.wav, from the voices folder)"
+    assert without_paths("cannot read /data/huggingface/hub/: denied") == "cannot read : denied"
+    # Not paths: URLs, relative names, fractions, a slash alone.
+    for kept in ("hf://kyutai/pocket-tts/config.yaml@main", "https://huggingface.co/x/y", "a/b", "./c/d", "5 / 10"):
+        assert without_paths(kept) == kept

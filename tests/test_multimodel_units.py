@@ -16,7 +16,7 @@ import yaml
 from server_fixtures import FakeModel, FakeVoices
 from wyoming_pocket_tts.__main__ import UsageError, build_parser, config_from_args
 from wyoming_pocket_tts.core import GenerationOptions, VoiceInfo
-from wyoming_pocket_tts.server.models import ModelEntry, ModelPool, advertise, model_label
+from wyoming_pocket_tts.server.models import ModelBusy, ModelEntry, ModelPool, advertise, model_label
 from wyoming_pocket_tts.server.scheduler import SynthesisScheduler
 from wyoming_pocket_tts.server.service import Backend, TtsService
 from wyoming_pocket_tts.voices.catalog import build_catalog
@@ -169,3 +169,23 @@ def test_requests_for_another_models_voice_do_not_reload_the_default_model() -> 
         return loads
 
     assert asyncio.run(scenario()) == ["a", "b", "a"]
+
+
+def test_a_model_kept_busy_gives_a_busy_error_within_the_wait() -> None:
+    """With one model resident and in use for long (a streamed reply left open), a request
+    for another model's voice is told the server is busy within the pool's wait, and its
+    place in the count is given back; once the first model is free, the other one loads."""
+
+    async def scenario() -> None:
+        loads: list[str] = []
+        entries = [fake_entry(name, (name,), loads) for name in ("a", "b")]
+        pool = ModelPool(entries, max_loaded=1, room_wait=0.2)
+        await pool.acquire(entries[0])  # held, as by an open stream
+        with pytest.raises(ModelBusy, match="model b cannot be loaded now: at most 1 loaded, and a kept speaking"):
+            await asyncio.wait_for(pool.acquire(entries[1]), 5)
+        assert entries[1].users == 0 and loads == ["a"]
+        pool.release(entries[0])
+        assert await asyncio.wait_for(pool.acquire(entries[1]), 5) is entries[1].backend
+        assert loads == ["a", "b"]
+
+    asyncio.run(scenario())

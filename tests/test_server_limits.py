@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+from attack_fixtures import connect
 from limits_fixtures import event_bytes, stalled_request
 from server_fixtures import (
     REPO,
@@ -31,6 +32,7 @@ from server_fixtures import (
     wait_voices,
 )
 from wyoming.client import AsyncTcpClient
+from wyoming.event import async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
@@ -127,17 +129,17 @@ def test_more_connections_than_the_cap(tmp_path):
     server = ServerProcess(proc, port, log_path)
 
     async def go():
+        # From four addresses, so that none holds more than its share (half the cap).
         clients = []
-        for _ in range(cap + 10):
-            client = AsyncTcpClient("127.0.0.1", port)
-            await client.connect()
-            clients.append(client)
+        for index in range(cap + 10):
+            clients.append(await connect(port, f"127.0.0.{1 + index % 4}"))
         await asyncio.sleep(0.5)  # the refused ones have been told and closed
 
-        async def ask(client: AsyncTcpClient) -> str:
+        async def ask(client: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> str:
+            reader, writer = client
             try:
-                await client.write_event(Describe().event())
-                event = await asyncio.wait_for(client.read_event(), 10)
+                await async_write_event(Describe().event(), writer)
+                event = await asyncio.wait_for(async_read_event(reader), 10)
             except (ConnectionError, OSError):
                 return "closed"
             if event is None:
@@ -145,8 +147,8 @@ def test_more_connections_than_the_cap(tmp_path):
             return event.type if event.type != "error" else "error: " + event.data["text"]
 
         answers = await asyncio.gather(*(ask(client) for client in clients))
-        for client in clients:
-            await client.disconnect()
+        for _, writer in clients:
+            writer.close()
         await asyncio.sleep(0.5)
         after, _ = await describe(port)  # the places are free again
         return answers, after

@@ -11,7 +11,13 @@ import time
 
 import pytest
 
-from wyoming_pocket_tts.server.connections import RESERVED_FILES, AcceptErrorLog, connection_cap
+from wyoming_pocket_tts.server.connections import (
+    RESERVED_FILES,
+    AcceptErrorLog,
+    address_share,
+    client_address,
+    connection_cap,
+)
 from wyoming_pocket_tts.server.info import build_info
 from wyoming_pocket_tts.server.scheduler import Priority, SlotBusy, SynthesisScheduler
 
@@ -97,6 +103,19 @@ def test_connection_cap_leaves_room_under_the_file_limit():
     assert connection_cap(64, resource.RLIM_INFINITY) == 64
     with pytest.raises(ValueError):
         connection_cap(0, 1024)
+
+
+def test_one_address_holds_at_most_half_the_connections():
+    assert address_share(64) == 32
+    assert address_share(1) == 1
+    assert client_address(("192.168.1.20", 51000)) == "192.168.1.20"
+    assert client_address(("::ffff:192.168.1.20", 51000, 0, 0)) == "192.168.1.20"
+    # One IPv6 device has many addresses (privacy extensions): its /64 counts as one.
+    assert client_address(("2001:db8:1:2:aaaa::1", 1, 0, 0)) == client_address(("2001:db8:1:2:bbbb::9", 1, 0, 0))
+    assert client_address(("2001:db8:1:2::1", 1, 0, 0)) != client_address(("2001:db8:1:3::1", 1, 0, 0))
+    assert client_address(("fe80::1%eth0", 1, 0, 2)) == "fe80::/64"
+    assert client_address("") is None  # a Unix socket's client
+    assert client_address(None) is None
 
 
 def test_accept_errors_give_one_warning_per_burst(caplog):

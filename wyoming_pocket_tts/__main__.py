@@ -238,6 +238,12 @@ def idle_threads_sleep(environ: MutableMapping[str, str] = os.environ) -> None:
     environ.setdefault("OMP_WAIT_POLICY", OPENMP_WAIT_POLICY)
 
 
+# At most this many information lines of one kind per window (then one saying how many
+# were held back): 43,200 of each kind a day at most, a few MB.
+INFO_BURST = 30
+INFO_WINDOW_S = 60.0
+
+
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     idle_threads_sleep()
     parser = build_parser()
@@ -247,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # A burst of identical warnings (many clients making one mistake) is cut to a few.
     stderr.addFilter(RepeatLimiter())
+    # And of one kind of information line: a client opening and closing connections in a
+    # loop wrote two lines each (2-4 GB a day); a household's requests stay far below this.
+    stderr.addFilter(RepeatLimiter(INFO_BURST, INFO_WINDOW_S, logging.INFO, up_to=logging.INFO))
     # basicConfig leaves a logging set up before (an embedding program, pytest) alone.
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, handlers=[stderr])
     try:
@@ -257,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     _LOGGER.info("%s %s", PROG, __version__)
     _LOGGER.debug("Settings: %s", replace(config, hf_token="***" if config.hf_token else None))
     try:
-        asyncio.run(serve(config))
+        asyncio.run(serve(config, own_signals=True))
     except (StartError, LoadFailed) as err:
         parser.exit(1, f"{PROG}: error: {err}\n")
     except KeyboardInterrupt:

@@ -11,7 +11,14 @@ class ModelLoadError(EngineError):
 
 
 class VoiceError(EngineError):
-    """A voice could not be made: bad recording, wrong model, missing access."""
+    """A voice could not be made: bad recording, wrong model, missing access.
+
+    The message names the file, for the server's log; `public` is the same without the
+    server's paths, for a client's `error` event (None: the message names no file)."""
+
+    def __init__(self, message: str = "", public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = public
 
 
 class TextError(EngineError):

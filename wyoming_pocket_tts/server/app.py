@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -46,6 +45,7 @@ from .models import ModelEntry, model_label
 from .precision import PrecisionChooser
 from .scheduler import SynthesisScheduler
 from .service import Backend, Loader, ReplyOptions, TtsService
+from .signals import StopSignals
 from .zeroconf import Announcement, announce
 
 if TYPE_CHECKING:
@@ -286,20 +286,19 @@ def _page_starter(config: ServerConfig) -> Callable[[TtsService], Awaitable[Runn
     return start
 
 
-async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
+async def serve(config: ServerConfig, loader: Loader | None = None, own_signals: bool = False) -> bool:
     """Run until stopped. Raises StartError before serving, LoadFailed if loading fails.
 
     Returns False if the model was still loading at the end: the loader thread may be in
     the middle of torch code, so the caller should leave with os._exit rather than wait.
     `loader` replaces the real model loading (tests run the server on a fake engine).
+    `own_signals`: the process is the server's own (the command line): a stop signal ends
+    it even if the event loop does not respond (see signals.py).
     """
     loop = asyncio.get_running_loop()
     if config.web is not None:
         config = _with_page_voices_file(config)
     stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stop.set)
 
     # The scheduler bounds how many syntheses compute; the pool only has to hold them. A reply
     # whose client stopped reading keeps its worker blocked on the hand-off without a slot,
@@ -310,6 +309,9 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
     )
     # Encoding a voice is rare and slow; it gets its own workers so it never holds up frames.
     voice_executor = ThreadPoolExecutor(2, thread_name_prefix="voice")
+    # A client's long text (a megabyte event, a long chunk) is parsed and cut here, one at
+    # a time: off the event loop, and never more than one core's worth of the interpreter.
+    text_executor = ThreadPoolExecutor(1, thread_name_prefix="text")
     all_facts = config.facts() if loader is None else None
     facts = all_facts[0] if all_facts else None
     # One bound on the voices in memory for the whole server, whichever models are loaded.
@@ -321,11 +323,15 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         previewer=None if facts is None else voice_previewer(config, facts),
         more_models=more_model_entries(config, all_facts, voice_cache, precision) if all_facts else (),
         max_loaded_models=config.max_loaded_models,
+        model_wait=config.max_queue_wait,
         scheduler=SynthesisScheduler(config.max_concurrent),
         synth_executor=synth_executor,
         voice_executor=voice_executor,
+        text_executor=text_executor,
         warmup=None if loader else warm_up,
     )
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows, nor off the main thread
+        StopSignals(loop, stop.set, service.rescan).install(own_process=own_signals)
     factory = partial(
         PocketTtsEventHandler,
         service=service,
@@ -389,5 +395,6 @@ async def serve(config: ServerConfig, loader: Loader | None = None) -> bool:
         await service.close()
         synth_executor.shutdown(wait=False, cancel_futures=True)
         voice_executor.shutdown(wait=False, cancel_futures=True)
+        text_executor.shutdown(wait=False, cancel_futures=True)
         _LOGGER.info("Stopped")
     return not service.loading

@@ -10,6 +10,13 @@ asyncio then logged a traceback for every failed accept()):
   more than the file limit minus a reserve for the model, voices, logs and threads. One more
   is accepted only to be told why (an ``error`` event) and closed at once, so the listener
   never runs into EMFILE because of clients.
+* One address holds at most a share of them (`address_share`: half), so that a device on
+  the network that opens connections and keeps them (64 streams that never send text
+  locked everyone out) cannot take them all. Home Assistant is usually one address, like
+  any other here, and half the table (32 by default) is far more than it keeps open: one
+  per reply being spoken, plus its short describes. IPv6 addresses count by their /64
+  network (one device has many), an IPv4 address mapped into IPv6 as the IPv4 address; a
+  Unix socket's clients are not shared out.
 * Each connection's outgoing buffers are small (`bound_write_buffers`): together with the
   synthesis hand-off they bound how far a reply runs ahead of what its client has read.
 * If accept() fails anyway (EMFILE, ENFILE, ENOBUFS, ENOMEM: asyncio retries after a
@@ -20,10 +27,12 @@ asyncio then logged a traceback for every failed accept()):
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import resource
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -72,6 +81,26 @@ def connection_cap(max_connections: int, file_limit: int) -> int:
     return max(1, min(max_connections, file_limit - RESERVED_FILES))
 
 
+def address_share(cap: int) -> int:
+    """How many of `cap` connections one address may hold (see the module docstring)."""
+    return max(1, cap // 2)
+
+
+def client_address(peername: Any) -> str | None:
+    """The address a connection counts against (None: not shared out, e.g. a Unix socket)."""
+    if not isinstance(peername, tuple) or not peername or not isinstance(peername[0], str):
+        return None
+    try:
+        address = ipaddress.ip_address(peername[0].split("%", 1)[0])
+    except ValueError:
+        return peername[0]
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
 def bound_write_buffers(writer: asyncio.StreamWriter) -> None:
     """Keep what is buffered for one client small (see the module docstring)."""
     writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH_BYTES)
@@ -87,28 +116,42 @@ HandlerFactory = Callable[[asyncio.StreamReader, asyncio.StreamWriter], AsyncEve
 
 
 class ConnectionGate:
-    """A handler factory for wyoming's server that admits at most ``cap`` connections.
+    """A handler factory for wyoming's server that admits at most ``cap`` connections, and
+    at most ``per_address`` of them from one address (default: `address_share`).
 
     Event-loop only. wyoming's server calls the factory for every accepted socket and runs
     the returned handler's ``run()`` (and ``stop()`` at shutdown).
     """
 
-    def __init__(self, factory: HandlerFactory, cap: int) -> None:
+    def __init__(self, factory: HandlerFactory, cap: int, per_address: int | None = None) -> None:
         self._factory = factory
         self.cap = cap
+        self.per_address = per_address if per_address is not None else address_share(cap)
         self.open = 0
         self.refused = 0
+        self._by_address: Counter[str] = Counter()
 
     def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> AsyncEventHandler:
         bound_write_buffers(writer)
+        address = client_address(writer.get_extra_info("peername"))
         if self.open >= self.cap:
-            self.refused += 1
-            return _Refusal(reader, writer, self)
-        self.open += 1
-        return _Counted(reader, writer, self._factory(reader, writer), self)
+            reason = f"too many connections open (limit {self.cap})"
+        elif address is not None and self._by_address[address] >= self.per_address:
+            reason = f"too many connections from your address (limit {self.per_address} of {self.cap})"
+        else:
+            self.open += 1
+            if address is not None:
+                self._by_address[address] += 1
+            return _Counted(reader, writer, self._factory(reader, writer), self, address)
+        self.refused += 1
+        return _Refusal(reader, writer, self, reason)
 
-    def closed(self) -> None:
+    def closed(self, address: str | None = None) -> None:
         self.open -= 1
+        if address is not None:
+            self._by_address[address] -= 1
+            if self._by_address[address] <= 0:
+                del self._by_address[address]  # the table stays as small as the set of clients
 
 
 class _Counted(AsyncEventHandler):
@@ -120,10 +163,12 @@ class _Counted(AsyncEventHandler):
         writer: asyncio.StreamWriter,
         handler: AsyncEventHandler,
         gate: ConnectionGate,
+        address: str | None,
     ) -> None:
         super().__init__(reader, writer)
         self._handler = handler
         self._gate = gate
+        self._address = address
 
     async def handle_event(self, event: Event) -> bool:
         return await self._handler.handle_event(event)
@@ -132,7 +177,7 @@ class _Counted(AsyncEventHandler):
         try:
             await self._handler.run()
         finally:
-            self._gate.closed()
+            self._gate.closed(self._address)
 
     async def stop(self) -> None:
         await self._handler.stop()
@@ -141,9 +186,11 @@ class _Counted(AsyncEventHandler):
 class _Refusal(AsyncEventHandler):
     """A connection over the cap: one `error` event saying why, then the socket closes."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: ConnectionGate) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: ConnectionGate,
+                 reason: str) -> None:  # fmt: skip
         super().__init__(reader, writer)
         self._gate = gate
+        self._reason = reason
 
     async def handle_event(self, event: Event) -> bool:
         return False
@@ -152,10 +199,9 @@ class _Refusal(AsyncEventHandler):
         gate = self._gate
         if gate.refused == 1 or gate.refused % 100 == 0:
             # Logged on the first and every 100th refusal: a flood must not flood the log.
-            _LOGGER.warning(
-                "Refusing a connection: %d open, the limit (%d refused so far)", gate.open, gate.refused
-            )
-        message = f"server busy: too many connections open (limit {gate.cap}); try again later"
+            _LOGGER.warning("Refusing a connection: %s, %d open (%d refused so far)", self._reason, gate.open,
+                            gate.refused)  # fmt: skip
+        message = f"server busy: {self._reason}; try again later"
         try:
             await asyncio.wait_for(self.write_event(Error(text=message).event()), REFUSAL_WRITE_TIMEOUT_S)
         except (asyncio.TimeoutError, ConnectionError, OSError):

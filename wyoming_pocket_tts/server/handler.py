@@ -22,6 +22,11 @@ What one connection may cost is bounded:
 * A connection with nothing in flight that sends no complete event for ``idle_timeout``
   seconds is closed (an idle socket, or a header that never ends). While a request is in
   flight the clock does not run: a streamed request may wait long for its LLM's next words.
+  Except for a stream that got no word yet: it ends ``idle_timeout`` after its start.
+* Streamed text: at most MAX_PENDING_TEXT_CHARS without a sentence end, and at most
+  MAX_QUEUED_TEXT_CHARS cut into sentences and waiting to be spoken. A long text (an event
+  of a megabyte) is parsed and cut in a worker thread, never on the event loop (see
+  text_work.py), and that work stops when the client leaves.
 
 Any protocol violation or failed synthesis ends the connection the same way: an `error`
 event with a readable text, then the socket closes (Home Assistant ignores `error` events
@@ -41,7 +46,8 @@ import time
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -63,20 +69,26 @@ from ..core import EngineError, SessionLike, TextError, VoiceError
 from ..settings import default
 from ..text import SentenceSplitter, normalize
 from ..text.ssml import Pause, Segment, SsmlReader
-from .logsafe import clip
+from .logsafe import clip, without_paths
 from .protocol import Limits, ProtocolError, read_event
 from .scheduler import Priority, Slot, SlotBusy
 from .loading import LoadFailed, error_text
 from .service import Backend, ReplyOptions, TtsService
 from .ssml_reply import ReplySpeaker, ReplyVoices
 from .synthesis import FrameIterator, stream_pcm, to_pcm16
+from .text_work import INLINE_TEXT_CHARS, TextQueue, cut_text, off_loop
 
 _LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # How long we try to deliver an `error` event to a client that does not read.
 ERROR_WRITE_TIMEOUT_S = 2.0
 # Streamed text not yet released as a sentence (no sentence end seen yet).
 MAX_PENDING_TEXT_CHARS = 100_000
+# Streamed text cut into sentences and not yet spoken (with an overhead per sentence, see
+# text_work.piece_chars): about an hour of speech. An LLM writes faster than it is spoken,
+# so a whole answer may wait here; a client sending far more is refused.
+MAX_QUEUED_TEXT_CHARS = 50_000
 # The longest one-shot text a client may send (about half an hour of speech). Checked on
 # the text as sent: reading numbers and units as words makes it longer, which the engine
 # accepts (its own bound, engine.model.MAX_TEXT_CHARS, is on the words).
@@ -109,30 +121,43 @@ class _TextStream:
     voice_name: str | None
     # Knows the language's abbreviations, ordinals and list markers ("am 3. März", "1. Milk").
     splitter: SentenceSplitter
-    # The sentences (SSML: the segments) ready to speak; None ends them.
-    sentences: asyncio.Queue[str | Segment | None] = field(default_factory=asyncio.Queue)
+    # The sentences (SSML: the segments) ready to speak; None ends them. Bounded by the
+    # handler (MAX_QUEUED_TEXT_CHARS).
+    sentences: TextQueue = field(default_factory=TextQueue)
     chars: int = 0
     # Reads the text as SSML (`text_format: ssml`); it has a splitter per span of its own.
     ssml: SsmlReader | None = None
+    # Whether any text with a letter or a digit came: a stream without is closed at the
+    # idle timeout, counted from its start (see _next_event).
+    has_words: bool = False
+    started: float = field(default_factory=time.monotonic)
+    # Its response task (what the idle clock looks at).
+    response: asyncio.Task[None] | None = None
 
-    def add(self, text: str) -> None:
-        """More text: its complete sentences (or SSML segments) go to the queue."""
-        self.chars += len(text)
-        for piece in (self.ssml or self.splitter).add_chunk(text):
+    def cut(self, text: str, cancel: threading.Event) -> list[str | Segment]:
+        """More text: its complete sentences (or SSML segments), to `queue`. May run in a
+        worker thread (long text, see text_work); stops early past the stream's bounds."""
+        room = MAX_QUEUED_TEXT_CHARS - self.sentences.chars
+        return cut_text(self.ssml or self.splitter, text, cancel, room, MAX_PENDING_TEXT_CHARS)
+
+    def queue(self, pieces: list[str | Segment]) -> None:
+        for piece in pieces:
             self.sentences.put_nowait(piece)
 
     @property
     def pending_chars(self) -> int:
         return (self.ssml or self.splitter).pending_chars
 
-    def end(self) -> None:
-        """The text is complete: what was held back goes to the queue, then the end."""
+    def rest(self) -> list[str | Segment]:
+        """The text is complete: what was held back (to `end`). SSML's may take a while
+        (~40 ms for 100,000 characters): it may run in a worker thread."""
         if self.ssml is not None:
-            rest: list[str | Segment] = [*self.ssml.finish()]
-        else:
-            rest = [sentence] if (sentence := self.splitter.finish()) else []
-        for piece in rest:
-            self.sentences.put_nowait(piece)
+            return [*self.ssml.finish()]
+        return [sentence] if (sentence := self.splitter.finish()) else []
+
+    def end(self, rest: list[str | Segment]) -> None:
+        """What was held back goes to the queue, then the end."""
+        self.queue(rest)
         self.sentences.put_nowait(None)
 
 
@@ -246,14 +271,24 @@ class PocketTtsEventHandler(AsyncEventHandler):
         activity; it covers a socket that sends nothing and a header that never ends.
         No clock for ``idle_timeout=None`` (stdio, where the parent process decides).
         """
-        read = asyncio.ensure_future(read_event(self.reader, self._limits))
+        read = asyncio.ensure_future(read_event(self.reader, self._limits, self._off_loop))
         try:
             while True:
                 live = self._live_responses()
-                if live:
+                wordless = self._wordless_stream(live)
+                if self._idle_timeout is None:  # stdio: the parent process decides
                     await asyncio.wait([read, *live], return_when=asyncio.FIRST_COMPLETED)
-                elif self._idle_timeout is None:  # stdio: the parent process decides
-                    await asyncio.wait([read])
+                elif wordless is not None:
+                    # Its response waits for text that may never come: the clock runs
+                    # from its start (events without text do not reset it).
+                    left = wordless.started + self._idle_timeout - time.monotonic()
+                    if left <= 0:
+                        raise ProtocolError(
+                            f"the streamed request got no text in {self._idle_timeout:g} s: closing the connection"
+                        )
+                    await asyncio.wait([read, *live], timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                elif live:
+                    await asyncio.wait([read, *live], return_when=asyncio.FIRST_COMPLETED)
                 else:
                     left = self._active_at + self._idle_timeout - time.monotonic()
                     if left <= 0:
@@ -266,6 +301,38 @@ class PocketTtsEventHandler(AsyncEventHandler):
         finally:
             if not read.done():
                 read.cancel()
+
+    def _wordless_stream(self, live: list[asyncio.Task[None]]) -> _TextStream | None:
+        """The open stream, if it is all that is in flight and no words came for it yet."""
+        stream = self._stream
+        if stream is None or stream.has_words or live != [stream.response]:
+            return None
+        return stream
+
+    async def _off_loop(self, work: Callable[[], T]) -> T:
+        """`work()` in the service's text worker (see text_work.off_loop)."""
+        return await off_loop(self._service.text_executor, lambda _cancel: work(), self._gone)
+
+    def _gone(self) -> bool:
+        """Whether the client has left (or the connection is closing): work for it stops."""
+        return self._closing or self.writer.is_closing() or self.reader.at_eof()
+
+    async def _cut(self, stream: _TextStream, text: str) -> None:
+        """Streamed text into sentences, off the loop if long; RequestError past a bound."""
+        stream.chars += len(text)
+        stream.has_words = stream.has_words or any(char.isalnum() for char in text)
+        if len(text) <= INLINE_TEXT_CHARS:
+            pieces = stream.cut(text, threading.Event())
+        else:
+            pieces = await off_loop(self._service.text_executor, partial(stream.cut, text), self._gone)
+        stream.queue(pieces)
+        if stream.pending_chars > MAX_PENDING_TEXT_CHARS:
+            raise RequestError(f"streamed text has no sentence end in {MAX_PENDING_TEXT_CHARS} characters")
+        if stream.sentences.chars > MAX_QUEUED_TEXT_CHARS:
+            raise RequestError(
+                f"streamed text arrives much faster than it is spoken: more than {MAX_QUEUED_TEXT_CHARS} "
+                "characters wait to be spoken"
+            )
 
     def _live_responses(self) -> list[asyncio.Task[None]]:
         self._responses = [task for task in self._responses if not task.done()]
@@ -298,14 +365,16 @@ class PocketTtsEventHandler(AsyncEventHandler):
         await super().write_event(event)
 
     async def _fail(self, message: str) -> None:
-        """Send `error`, then close the connection. Safe to call from a response task."""
+        """Send `error` (without the server's paths: see logsafe.without_paths), then close
+        the connection. Safe to call from a response task."""
         if self._closing:
             return
         self._closing = True
         _LOGGER.warning("Client %s: %s", self._peer, clip(message, 200))
         await self._cancel_responses(keep=asyncio.current_task())
         try:
-            await asyncio.wait_for(self.write_event(Error(text=message).event()), ERROR_WRITE_TIMEOUT_S)
+            error = Error(text=without_paths(message)).event()
+            await asyncio.wait_for(self.write_event(error), ERROR_WRITE_TIMEOUT_S)
         except asyncio.TimeoutError:
             # The client does not read: drop what is buffered for it (close() would keep
             # the socket and the buffer until it reads).
@@ -354,8 +423,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 request_id, self._peer, " SSML" if ssml else "", len(text), clip(voice_name or "(default)"),
             )  # fmt: skip
             if ssml:
-                self._start_response(lambda: self._respond_ssml(request_id, self._read_ssml(text, voice_name),
-                                                                voice_name))  # fmt: skip
+                self._start_response(lambda: self._respond_ssml_text(request_id, text, voice_name))
             else:
                 self._start_response(lambda: self._respond_one_shot(request_id, text, voice_name))
             return True
@@ -376,25 +444,22 @@ class PocketTtsEventHandler(AsyncEventHandler):
             )  # fmt: skip
             self._stream = stream
             if stream.ssml is not None:
-                self._start_response(lambda: self._respond_ssml(stream.request_id, stream.sentences, voice_name,
-                                                                streamed=True))  # fmt: skip
+                stream.response = self._start_response(lambda: self._respond_ssml(
+                    stream.request_id, stream.sentences, voice_name, streamed=True))  # fmt: skip
             else:
-                self._start_response(lambda: self._respond_streamed(stream))
+                stream.response = self._start_response(lambda: self._respond_streamed(stream))
             return True
 
         if SynthesizeChunk.is_type(event.type):
             stream = self._require_stream("synthesize-chunk")
-            stream.add(_text_field(event, "synthesize-chunk"))
-            if stream.pending_chars > MAX_PENDING_TEXT_CHARS:
-                raise RequestError(
-                    f"streamed text has no sentence end in {MAX_PENDING_TEXT_CHARS} characters"
-                )
+            await self._cut(stream, _text_field(event, "synthesize-chunk"))
             return True
 
         if SynthesizeStop.is_type(event.type):
             stream = self._require_stream("synthesize-stop")
             _LOGGER.debug("Request %d: text complete, %d characters", stream.request_id, stream.chars)
-            stream.end()
+            short = stream.pending_chars <= INLINE_TEXT_CHARS
+            stream.end(stream.rest() if short else await self._off_loop(stream.rest))
             self._stream = None
             return True
 
@@ -429,14 +494,15 @@ class PocketTtsEventHandler(AsyncEventHandler):
         first = self._service.text_language(voice_name) or (languages[0] if languages else "en")
         return SsmlReader(first, lambda name: next(iter(self._service.voice_languages(name)), None))
 
-    def _read_ssml(self, text: str, voice_name: str | None) -> asyncio.Queue[str | Segment | None]:
-        """A one-shot SSML text's segments, queued as a stream's would be."""
+    async def _respond_ssml_text(self, request_id: int, text: str, voice_name: str | None) -> None:
+        """A one-shot SSML text, read (off the loop: ~1 ms per 1,000 characters) into
+        segments queued as a stream's would be, then spoken."""
         reader = self._ssml_reader(voice_name)
         segments: asyncio.Queue[str | Segment | None] = asyncio.Queue()
-        for segment in [*reader.add_chunk(text), *reader.finish()]:
+        for segment in await self._off_loop(lambda: [*reader.add_chunk(text), *reader.finish()]):
             segments.put_nowait(segment)
         segments.put_nowait(None)
-        return segments
+        await self._respond_ssml(request_id, segments, voice_name)
 
     def _require_stream(self, event_type: str) -> _TextStream:
         if self._stream is None:
@@ -450,7 +516,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
                 "wait for a reply to end before sending the next request"
             )
 
-    def _start_response(self, make: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    def _start_response(self, make: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
         live = self._live_responses()
         previous = live[-1] if live else None
 
@@ -462,6 +528,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
         task = asyncio.create_task(chained(), name=f"response to {self._peer}")
         task.add_done_callback(self._response_done)
         live.append(task)
+        return task
 
     def _response_done(self, _task: asyncio.Task[None]) -> None:
         self._active_at = time.monotonic()  # the idle clock starts when the last reply ends
@@ -486,7 +553,7 @@ class PocketTtsEventHandler(AsyncEventHandler):
             raise
         except Exception as err:  # noqa: BLE001 - one failed synthesis must not hurt others
             if isinstance(err, VoiceError):
-                await self._fail(f"voice unavailable: {error_text(err)}")
+                await self._fail(f"voice unavailable: {err.public or error_text(err)}")
             elif isinstance(err, EngineError):
                 await self._fail(f"synthesis failed: {error_text(err)}")
             else:

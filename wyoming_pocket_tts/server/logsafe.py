@@ -12,6 +12,7 @@ the two helpers are a few lines each.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -19,7 +20,20 @@ from typing import Callable
 
 from ..core.logsafe import DEFAULT_CLIP, clip
 
-__all__ = ["DEFAULT_CLIP", "RepeatLimiter", "clip"]
+__all__ = ["DEFAULT_CLIP", "RepeatLimiter", "clip", "without_paths"]
+
+# The directories of an absolute path: a slash that starts a word (not one in a URL's
+# "//", in "a/b" or alone), up to the last slash before the file name.
+_DIRECTORIES = re.compile(r"(?<![\w.~:/-])/(?:[^\s/'\"(),;]+/)*(?=[^\s/'\"(),;])")
+
+
+def without_paths(text: str) -> str:
+    """`text` with every absolute path cut to its last part ("/share/voices/a.wav": "a.wav"),
+    for what a client is told: the server's directories are none of its business. The
+    voices library says exactly which file failed (VoiceError.public); this catches the
+    paths any other message may hold (a path with spaces keeps the part after the last
+    space, without the directories before it)."""
+    return _DIRECTORIES.sub("", text)
 
 
 @dataclass
@@ -31,22 +45,24 @@ class _Burst:
 
 class RepeatLimiter(logging.Filter):
     """Lets through at most `burst` records of one message template per `window_s` seconds
-    (warnings and above; lower levels pass); the first record after a window that held
-    some back says how many. Install on the handlers, so records of every logger pass it:
+    (of levels `level` to `up_to`, by default warnings and above; other levels pass); the
+    first record after a window that held some back says how many. Install on the
+    handlers, so records of every logger pass it:
     `for handler in logging.getLogger().handlers: handler.addFilter(RepeatLimiter())`."""
 
     def __init__(self, burst: int = 5, window_s: float = 10.0, level: int = logging.WARNING,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic, up_to: int = logging.CRITICAL) -> None:  # fmt: skip
         super().__init__()
         self._burst = burst
         self._window_s = window_s
         self._level = level
+        self._up_to = up_to
         self._clock = clock
         self._lock = threading.Lock()
         self._bursts: dict[tuple[str, int, str], _Burst] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < self._level:
+        if not self._level <= record.levelno <= self._up_to:
             return True
         key = (record.name, record.levelno, str(record.msg))
         now = self._clock()

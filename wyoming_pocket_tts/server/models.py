@@ -8,7 +8,10 @@ to its model, and one server can speak every language its models do.
 loaded backend or None, how many syntheses use it, when it was last used) and the memory
 policy: at most `max_loaded` models are resident; loading one more first unloads the least
 recently used model that no synthesis is using (waiting for one to be released if all are
-busy), and unloading hands the memory back to the system (`release_memory`).
+busy, at most `room_wait` seconds: a streamed reply may keep its model for as long as its
+client writes, and a request for another model's voice then gets a "server busy" error
+within the same wait as for a synthesis slot, `ModelBusy`), and unloading hands the
+memory back to the system (`release_memory`).
 
 Voice names are unique across the server by one rule (`advertise`): the first model's voices
 keep their names, and a later model's voice whose name (ignoring case) is already taken is
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING
 from ..core import VoiceInfo, names_config_file
 from ..engine.catalog import native_language
 from .loading import LoadTrouble, load_failure, load_watched
+from .scheduler import SlotBusy
 
 if TYPE_CHECKING:
     from .service import Backend
@@ -91,6 +95,11 @@ class ModelEntry:
                 refresh()
         elif self.preview is not None:
             self.previewed = tuple(self.preview())
+
+
+class ModelBusy(SlotBusy):
+    """Every resident model stayed in use for the wait's bound: the model a request needs
+    cannot be loaded now. A SlotBusy: the client is told the server is busy."""
 
 
 @dataclass(frozen=True)
@@ -155,11 +164,14 @@ class ModelPool:
     """The server's models, at most `max_loaded` resident. Methods run on the event loop."""
 
     def __init__(self, entries: Sequence[ModelEntry], max_loaded: int,
-                 on_loaded: Callable[[ModelEntry, Backend], None] | None = None) -> None:  # fmt: skip
+                 on_loaded: Callable[[ModelEntry, Backend], None] | None = None,
+                 room_wait: float | None = None) -> None:  # fmt: skip
         if not entries:
             raise ValueError("a server needs at least one model")
         self.entries = list(entries)
         self.max_loaded = max(1, max_loaded)
+        # How long a load waits for a resident model to be released (None: as long as it takes).
+        self.room_wait = room_wait
         # Called on the loop after each load (the service starts that model's warm-up).
         self._on_loaded = on_loaded
         # Set (and replaced) whenever a model is released or unloaded: loads waiting for room retry.
@@ -212,12 +224,13 @@ class ModelPool:
         least recently used idle model when the bound is reached). Counts a use: call
         `release` when its synthesis has ended."""
         self.hold(entry)
+        deadline = None if self.room_wait is None else time.monotonic() + self.room_wait
         try:
             while entry.backend is None:
                 if entry.loading is None:
                     if self._resident() >= self.max_loaded:
                         # Then look again: another request may have loaded it meanwhile.
-                        await self._free_one(entry)
+                        await self._free_one(entry, deadline)
                         continue
                     # No await between the check and this: the bound holds for concurrent loads.
                     entry.loading = asyncio.ensure_future(self._load(entry))
@@ -247,15 +260,22 @@ class ModelPool:
         return sum(1 for entry in self.entries
                    if entry.backend is not None or entry.loading is not None or entry.unloading)  # fmt: skip
 
-    async def _free_one(self, wanted: ModelEntry) -> None:
+    async def _free_one(self, wanted: ModelEntry, deadline: float | None = None) -> None:
         """Unload the least recently used idle model, or wait for a change (a release, an
-        unload) while every resident model is in use: none is unloaded during its synthesis."""
+        unload) while every resident model is in use: none is unloaded during its synthesis.
+        ModelBusy if `deadline` (time.monotonic) passes first."""
         idle = [entry for entry in self.loaded() if entry.users == 0 and entry is not wanted]
         if not idle:
             changed = self._changed
             _LOGGER.info("Model %s waits for a loaded model to finish its synthesis (at most %d loaded)",
                          wanted.name, self.max_loaded)  # fmt: skip
-            await changed.wait()
+            left = None if deadline is None else deadline - time.monotonic()
+            try:
+                await asyncio.wait_for(changed.wait(), left)
+            except asyncio.TimeoutError:
+                busy = ", ".join(entry.label for entry in self.loaded() if entry is not wanted) or "another model"
+                raise ModelBusy(f"model {wanted.label} cannot be loaded now: at most {self.max_loaded} "
+                                f"loaded, and {busy} kept speaking for {self.room_wait:g} s") from None  # fmt: skip
             return
         await self._unload(min(idle, key=lambda entry: entry.last_used))
 

@@ -139,6 +139,12 @@ class TtsService:
     # how many models may be resident at once (see `models.ModelPool`).
     more_models: Sequence[ModelEntry] = ()
     max_loaded_models: int = 1
+    # How long a request waits for a resident model to be free (to load its voice's model
+    # in its place); None: as long as it takes. The server gives --max-queue-wait.
+    model_wait: float | None = None
+    # Where long client text is parsed and cut into sentences, off the event loop (see
+    # text_work); None: the loop's default executor.
+    text_executor: Executor | None = None
     _pool: ModelPool | None = field(default=None, init=False)
     _first_loaded: bool = field(default=False, init=False)
     _preview_done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
@@ -152,6 +158,8 @@ class TtsService:
     # The other models' warm-ups, one per load.
     _more_warmups: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _warmup_cancels: set[threading.Event] = field(default_factory=set, init=False)
+    # Re-reads of the voices asked for by SIGHUP, while they run.
+    _rescans: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     # The task of every open connection, so that shutdown can wait for their cleanup.
     connections: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _request_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), init=False)
@@ -178,7 +186,8 @@ class TtsService:
         self._ready = loop.create_future()
         ready = self._ready
         default_entry = ModelEntry(self.model_name, (), self.loader, self.previewer)
-        self._pool = ModelPool([default_entry, *self.more_models], self.max_loaded_models, self._loaded)
+        self._pool = ModelPool([default_entry, *self.more_models], self.max_loaded_models, self._loaded,
+                               room_wait=self.model_wait)  # fmt: skip
         pool = self._pool
 
         def deliver(backend: Backend | None, error: BaseException | None) -> None:
@@ -354,6 +363,15 @@ class TtsService:
                 return build_info(self.program_name, self.pool.voices(), loading=True)
         await self._bounded(asyncio.to_thread(self.pool.refresh))
         return build_info(self.program_name, self.pool.voices(), warming_up=self.warming_up)
+
+    def rescan(self) -> None:
+        """Re-read every model's voices files now (SIGHUP), in a thread; on the loop."""
+        if self._pool is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._bounded(asyncio.to_thread(self.pool.refresh)),
+                                                      name="voices rescan")  # fmt: skip
+        self._rescans.add(task)
+        task.add_done_callback(self._rescans.discard)
 
     @property
     def warming_up(self) -> bool:

@@ -77,6 +77,8 @@ class _Listing:
 @dataclass(frozen=True)
 class _Failure:
     message: str
+    # The message without the server's paths (VoiceError.public).
+    public: str | None
     signature: Signature
     at: float
 
@@ -304,7 +306,7 @@ class VoiceLibrary:
         return [listing.default] + [name for name in listing.specs if name != listing.default]
 
     def _get_default(self) -> tuple[str, VoiceStateLike]:
-        errors: list[str] = []
+        errors: list[VoiceError] = []
         listing = self._listing
         for name in self._default_candidates():
             spec = listing.specs.get(name)
@@ -313,14 +315,16 @@ class VoiceLibrary:
             try:
                 state = self._obtain(spec)
             except VoiceError as err:
-                errors.append(str(err))
+                errors.append(err)
                 continue
             if name != self._default:
                 _LOGGER.warning(
                     "default voice %r is unavailable (%s); using %r instead", self._default, errors[0], name
                 )
             return name, state
-        raise VoiceError(f"no voice can be made; default voice: {errors[0] if errors else 'unknown'}")
+        first = errors[0] if errors else VoiceError("unknown")
+        raise VoiceError(f"no voice can be made; default voice: {first}",
+                         public=f"no voice can be made; default voice: {first.public or first}")  # fmt: skip
 
     # -- single-flight encoding -----------------------------------------------------------
 
@@ -330,7 +334,7 @@ class VoiceLibrary:
             failure = self._failures.get(spec.name)
             if failure is not None:
                 if failure.still_applies(signature, time.monotonic()):
-                    raise VoiceError(failure.message)
+                    raise VoiceError(failure.message, failure.public)
                 del self._failures[spec.name]
             entry = self._cache.get(spec.name)
             if entry is not None:
@@ -360,7 +364,7 @@ class VoiceLibrary:
             state = self._make(spec)
         except VoiceError as err:
             with self._lock:
-                self._failures[spec.name] = _Failure(str(err), signature, time.monotonic())
+                self._failures[spec.name] = _Failure(str(err), err.public, signature, time.monotonic())
                 del self._inflight[spec.name]
             _LOGGER.error("%s", err)
             future.set_exception(err)
@@ -391,7 +395,7 @@ class VoiceLibrary:
             else:
                 state, how = self._make_from_recording(spec)
         except VoiceError as err:
-            raise VoiceError(f"{spec.where()}: {err}") from err
+            raise VoiceError(f"{spec.where()}: {err}", public=_public_reason(spec, err)) from err
         _LOGGER.info(
             "voice %r %s in %.0f ms (%.1f MB)",
             spec.name,
@@ -454,6 +458,15 @@ class VoiceLibrary:
         if spec.kind == "recording" and self._disk.enabled:
             if not self._disk.contains(self._key(self._prepare(spec))):
                 self._obtain(spec, evict=False)
+
+
+def _public_reason(spec: VoiceSpec, err: VoiceError) -> str:
+    """Why a voice cannot be made, for a client: its file by name only, not its path."""
+    reason = str(err)
+    if spec.path is not None:
+        for shown in {escape(spec.path), str(spec.path)}:
+            reason = reason.replace(shown, escape(spec.path.name))
+    return f"voice {spec.name!r}: {reason}"
 
 
 def _signature(spec: VoiceSpec) -> Signature:
