@@ -208,7 +208,8 @@ class Batcher:
 class _Job:
     kind: str  # "first step", "step", "decode"
     rows: list[ChunkRow]
-    group: int = 0
+    # A decode job's latents [1, n, dim], taken off its row when the job was chosen.
+    group: torch.Tensor = field(default_factory=lambda: torch.empty(0))
 
 
 def _serve(work: _Work) -> None:
@@ -287,9 +288,12 @@ def _next_job(work: _Work) -> _Job | None:
         if row.decoded == 0:
             return _decode_job(row)
     if not work.step_running:
-        steppable = [row for row in ready if row.prompt is None and not row.flow_done and not row.stepping
-                     and row.previous is not None and len(row.latents) < LOOKAHEAD]  # fmt: skip
-        if steppable:
+        live = [row for row in ready if row.prompt is None and not row.flow_done and row.previous is not None]
+        steppable = [row for row in live if not row.stepping and len(row.latents) < LOOKAHEAD]
+        # A row that is a full lookahead ahead waits for its decoding (it is in `decodable`):
+        # decode it first, then step every row together, rather than step the others now
+        # and that one alone later (the weights read twice, the batch split for good).
+        if steppable and (len(steppable) == len(live) or not decodable):
             # One decode_steps per step (a request's option): the others step next time.
             batch = [row for row in steppable if row.decode_steps == steppable[0].decode_steps]
             for row in batch:
@@ -306,9 +310,10 @@ def _group_ready(row: ChunkRow) -> bool:
 
 
 def _decode_job(row: ChunkRow) -> _Job:
+    """Takes the group's latents off the row now: the row may step again while it decodes."""
     row.decoding = True
     size = min(row.next_group, len(row.latents))
-    return _Job("decode", [row], size)
+    return _Job("decode", [row], torch.cat([row.latents.popleft() for _ in range(size)], dim=1))
 
 
 def _run(work: _Work, job: _Job) -> None:
@@ -331,12 +336,10 @@ def _run(work: _Work, job: _Job) -> None:
                 _advance(row, output, index)
     else:
         row = job.rows[0]
-        with work.changed:
-            group = torch.cat([row.latents.popleft() for _ in range(job.group)], dim=1)
-        audio = row.decode(group)
+        audio = row.decode(job.group)
         with work.changed:
             row.next_group = next(row.groups)
-            row.decoded += job.group
+            row.decoded += job.group.shape[1]
             row.last_decode = time.monotonic()
             for frame in audio.reshape(-1, row.frame_size):
                 row.out.put(frame)
