@@ -455,6 +455,41 @@ def test_extra_arguments_are_appended() -> None:
     assert command.argv[-2:] == ["--max-concurrent", "1"]
 
 
+GRANDPA = "/share/pocket_tts/recordings/grandpa.wav"  # options_sparse.json's voice
+
+
+@pytest.mark.parametrize(
+    ("extra", "models", "voice"),
+    [
+        (["--model", "english", "--voice", "alba"], ["english"], "alba"),  # DOCS.md's example
+        (["--model", "french"], ["french"], GRANDPA),
+        (["--model=french", "--model", "german"], ["french", "german"], GRANDPA),
+        (["--mod", "french"], ["french"], GRANDPA),  # argparse's abbreviation of --model
+        (["--voice", "alba"], ["german", "italian"], "alba"),
+        ([], ["german", "italian"], GRANDPA),
+    ],
+)  # fmt: skip
+def test_arguments_given_replace_the_options_value(extra: list[str], models: list[str], voice: str | None) -> None:
+    options = load_options(DATA / "options_sparse.json")  # model german, a voice file
+    options["more_models"] = ["italian"]
+    command = build_command(options, LAYOUT, extra)
+    assert command.argv[len(command.argv) - len(extra) :] == extra
+    args = _server_parser().parse_args(command.argv[3:])
+    assert (args.model if isinstance(args.model, list) else [args.model]) == models
+    assert args.voice == voice
+
+
+def test_arguments_given_replace_the_fixed_ones_and_the_token() -> None:
+    options = load_options(DATA / "options_full.json")
+    command = build_command(options, Layout(python=PY, ingress_port=8099),
+                            ["--uri", "tcp://127.0.0.1:10300", "--hf-token", "hf_x", "--no-quantize"])  # fmt: skip
+    assert command.argv.count("--uri") == 1 and "tcp://0.0.0.0:10200" not in command.argv
+    assert "HF_TOKEN" not in command.env
+    assert "--quantize" not in command.argv  # the options' int8: --no-quantize sets the same setting
+    assert command.argv[command.argv.index("--http") : command.argv.index("--http") + 3] == [
+        "--http", "0.0.0.0:8099", "--http-ingress"]  # fmt: skip
+
+
 def test_unknown_option_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     normalize_options({"retired_option": 1})
     assert "retired_option" in caplog.text
