@@ -1249,6 +1249,13 @@ def test_ci_installs_with_script_setup() -> None:
     assert "script/setup" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
+def test_ci_runs_the_readmes_test_command_verbatim() -> None:
+    # So that CI installs what the README installs, on the same pins (constraints.txt).
+    readme = _fenced_lines((ROOT / "README.md").read_text(encoding="utf-8"))
+    command = next(line for line in readme if "EXTRAS=test script/setup" in line and "pytest" in line)
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
 # ---------------------------------------------------------------------------------------
 # Images and documentation
 # ---------------------------------------------------------------------------------------
