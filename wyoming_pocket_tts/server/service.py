@@ -249,6 +249,10 @@ class TtsService:
                 report_trouble(reason)
                 if self._stopping.wait(delay):
                     raise
+                # A new attempt: requests wait for it, as at the first start, rather than be
+                # told of the last failure while the hub may be back (the download's own
+                # retries report a failure again at once).
+                report_trouble(None)
                 delay = min(delay * 2, self.download_retry_max_s)
 
     async def _refresh_preview(self) -> None:
