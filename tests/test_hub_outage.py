@@ -129,7 +129,9 @@ def test_a_hub_down_at_start_then_up_the_server_speaks_without_a_restart(tmp_pat
     assert code == 0, log[-3000:]
     assert pid_alive
     assert [voice.name for voice in info.tts[0].voices][:1] == ["alba"]
-    assert refused.error is not None and "cannot be reached" in refused.error, refused.error
+    # Told why at once: the server's own retry ("the Hugging Face hub cannot be reached"), or
+    # during the next attempt the hub code's ("download of ... failed (Connection refused)").
+    assert refused.error is not None and "download" in refused.error, refused.error
     assert spoken.error is None and len(spoken.audio) > 0
     assert f"Model {MODEL} ready" in log
     fetched = {path for _method, path in hub.requests if "/resolve/" in path}
