@@ -7,47 +7,83 @@
 # in config.yaml: base-debian is a multi-arch manifest (amd64 + aarch64), resolved per
 # platform. Debian (glibc) rather than Alpine because torch ships manylinux wheels only.
 ARG BUILD_FROM=ghcr.io/home-assistant/base-debian:trixie
-FROM ${BUILD_FROM}
+
+# Two stages: the source is copied and installed in "build", and only the installed venv
+# reaches the image (a COPY of the source stays in its layer even when a later RUN
+# deletes it). Plain multi-stage, so any builder takes it (no BuildKit-only syntax).
+FROM ${BUILD_FROM} AS runtime
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-
-# The same script as the README and CI, which takes torch's CPU build by itself (from
-# PyTorch's CPU index on amd64 and aarch64). Set this build argument only to take torch
-# from another index (a mirror), as script/setup describes.
-ARG TORCH_INDEX_URL=
 
 ENV LANG=C.UTF-8 \
     DEBIAN_FRONTEND=noninteractive \
     VIRTUAL_ENV=/opt/venv \
     PATH="/opt/venv/bin:${PATH}" \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1 \
     HF_HOME=/data/huggingface \
     HF_HUB_DISABLE_TELEMETRY=1
 
-# Debian's python3 (3.13 on trixie); versions follow the base image's release.
+# Debian's python3 (3.13 on trixie); versions follow the base image's release. apt's
+# caches go too: base-debian removes apt's docker-clean hook, so without `apt-get clean`
+# its downloaded packages (~94 MB) stay in this layer.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         ca-certificates \
         python3 \
-        python3-venv \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+
+FROM runtime AS build
+
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3-venv \
+    && apt-get clean \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv "${VIRTUAL_ENV}"
 
+# The same script as the README and CI, which takes torch's CPU build by itself (from
+# PyTorch's CPU index on amd64 and aarch64), and the same pins (constraints.txt). Set
+# TORCH_INDEX_URL only to take torch from another index (a mirror), as script/setup says.
+ARG TORCH_INDEX_URL=
+# pip's own settings, for a builder behind a mirror or a proxy: `docker build
+# --build-arg PIP_INDEX_URL=https://mirror/simple` (PIP_TRUSTED_HOST for a proxy that
+# intercepts TLS). Docker's HTTPS_PROXY and friends are passed without a declaration.
+# Unset unless given. A password in an index URL shows in `docker history` of this stage.
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_TRUSTED_HOST
+ARG PIP_DEFAULT_TIMEOUT
+ARG PIP_RETRIES
+# The check after the install imports torch where the build runs natively (x86_64): an
+# aarch64 build emulated by qemu on x86 crashes in torch's import (oneDNN's CPU probe
+# finds no MIDR_EL1, exit 139), so elsewhere the installed packages are checked from
+# their metadata only. 1 or 0 decides.
+ARG IMPORT_TORCH_CHECK=auto
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
 WORKDIR /usr/src/wyoming-pocket-tts
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY script/setup script/setup
 COPY wyoming_pocket_tts wyoming_pocket_tts
 # The venv's python3 comes first on PATH, so script/setup installs into the venv.
-# Whole torch, nothing pruned: deleting parts of it breaks its import. The import
-# check runs with -P so that it sees the installed package, not the source folder.
+# Whole torch, nothing pruned: deleting parts of it breaks its import. The checks run
+# with -P so that they see the installed package, not the source folder.
 RUN script/setup \
-    && python3 -P -c "import torch, wyoming_pocket_tts; print('torch', torch.__version__)" \
-    && rm -rf /usr/src/wyoming-pocket-tts
+    && python3 -m pip check \
+    && python3 -P -m wyoming_pocket_tts --version \
+    && python3 -P -c "import importlib.metadata as m; print('torch', m.version('torch'), 'installed')" \
+    && if [[ "${IMPORT_TORCH_CHECK}" == 1 || ("${IMPORT_TORCH_CHECK}" == auto && "$(uname -m)" == x86_64) ]]; then \
+        python3 -P -c "import torch; print('torch', torch.__version__, 'imports')"; \
+    fi
 
-WORKDIR /
+
+FROM runtime
+
+COPY --from=build /opt/venv /opt/venv
 COPY addon /opt/addon
 
 EXPOSE 10200/tcp

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from wyoming_pocket_tts.settings import ADDON, ADDON_INGRESS_PORT, VOICE_FILE_SUFFIXES, Setting
+from wyoming_pocket_tts.settings import ADDON, ADDON_INGRESS_PORT, SETTINGS, VOICE_FILE_SUFFIXES, Setting
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -188,19 +188,56 @@ def _option_args(setting: Setting, value: Any, layout: Layout) -> list[str]:
     return [setting.option, _flag_value(value)]
 
 
+# Every flag of the server's command line -> the name of the setting it sets (both flags
+# of a setting that has an "off" flag: --quantize and --no-quantize).
+_FLAGS: dict[str, str] = {
+    **{setting.option: setting.name for setting in SETTINGS},
+    **{setting.off_flag: setting.name for setting in SETTINGS if setting.off_flag},
+}
+
+
+def _flag_setting(arg: str) -> str | None:
+    """The setting an argument of the command line sets, as the server's argparse reads it:
+    `--flag`, `--flag=value`, or a prefix that names one flag only (`--mod french`)."""
+    if not arg.startswith("--") or arg == "--":
+        return None
+    flag = arg.split("=", 1)[0]
+    if flag in _FLAGS:
+        return _FLAGS[flag]
+    matches = {name for known, name in _FLAGS.items() if known.startswith(flag)}
+    return matches.pop() if len(matches) == 1 else None
+
+
+def settings_given(args: list[str]) -> set[str]:
+    """Names of the settings that command-line arguments set (values are skipped over
+    only by not looking like flags: a value never starts with "--")."""
+    return {name for name in map(_flag_setting, args) if name is not None}
+
+
 def build_command(options: Mapping[str, Any], layout: Layout, extra_args: list[str] | None = None) -> ServerCommand:
-    """The server's argv and environment for normalized options (see normalize_options)."""
-    argv = [
-        layout.python, "-m", "wyoming_pocket_tts",
-        "--uri", f"tcp://0.0.0.0:{layout.port}",
-        "--data-dir", str(layout.data_dir),
-    ]  # fmt: skip
-    if layout.ingress_port is not None:
+    """The server's argv and environment for normalized options (see normalize_options).
+
+    `extra_args` (`docker run IMAGE --model french`) come last, and a setting they give
+    replaces the options' value for it rather than being added to it: `--model` may be
+    given several times (several models), so the options' `--model english` followed by
+    the user's `--model english` was refused as given twice, and `--model french` served
+    English too.
+    """
+    extra = list(extra_args or [])
+    overridden = settings_given(extra)
+    argv = [layout.python, "-m", "wyoming_pocket_tts"]
+    if "uri" not in overridden:
+        argv += ["--uri", f"tcp://0.0.0.0:{layout.port}"]
+    if "data_dir" not in overridden:
+        argv += ["--data-dir", str(layout.data_dir)]
+    if layout.ingress_port is not None and "http" not in overridden:
         # The voices page, answering the Supervisor's ingress proxy only (docs/voices-page.md).
         argv += ["--http", f"0.0.0.0:{layout.ingress_port}", "--http-ingress"]
     # Downloaded weights go to /data/huggingface, which config.yaml excludes from backups.
     env = {"HF_HOME": str(layout.data_dir / "huggingface")}
     for name, setting in OPTIONS.items():
+        if setting.name in overridden:
+            continue
         if setting.addon is not None and setting.addon.place == "env":
             # The environment, not --hf-token: argv is visible in `ps` and in our log.
             if options[name] != setting.addon.unset:
@@ -210,5 +247,5 @@ def build_command(options: Mapping[str, Any], layout: Layout, extra_args: list[s
         if setting.addon is not None and setting.addon.more:
             for value in options[setting.addon.more]:
                 argv += [setting.option, _flag_value(value)]  # given again: one more value
-    argv += list(extra_args or [])
+    argv += extra
     return ServerCommand(argv=argv, env=env)

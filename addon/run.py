@@ -5,7 +5,7 @@ Reads /data/options.json (absent outside Home Assistant: defaults apply), starts
 server with the matching command line, and once the server answers `describe` with its
 voices, registers Wyoming discovery with the Supervisor so that Home Assistant offers
 the integration. Extra arguments (`docker run IMAGE --model french`) are appended to
-the server's command line.
+the server's command line, and a setting they give replaces the options' value for it.
 
 Environment (all optional): SUPERVISOR_TOKEN (set by the Supervisor; without it there
 is no discovery and no voices page), POCKET_TTS_OPTIONS (options file, default /data/options.json),

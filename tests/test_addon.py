@@ -455,6 +455,41 @@ def test_extra_arguments_are_appended() -> None:
     assert command.argv[-2:] == ["--max-concurrent", "1"]
 
 
+GRANDPA = "/share/pocket_tts/recordings/grandpa.wav"  # options_sparse.json's voice
+
+
+@pytest.mark.parametrize(
+    ("extra", "models", "voice"),
+    [
+        (["--model", "english", "--voice", "alba"], ["english"], "alba"),  # DOCS.md's example
+        (["--model", "french"], ["french"], GRANDPA),
+        (["--model=french", "--model", "german"], ["french", "german"], GRANDPA),
+        (["--mod", "french"], ["french"], GRANDPA),  # argparse's abbreviation of --model
+        (["--voice", "alba"], ["german", "italian"], "alba"),
+        ([], ["german", "italian"], GRANDPA),
+    ],
+)  # fmt: skip
+def test_arguments_given_replace_the_options_value(extra: list[str], models: list[str], voice: str | None) -> None:
+    options = load_options(DATA / "options_sparse.json")  # model german, a voice file
+    options["more_models"] = ["italian"]
+    command = build_command(options, LAYOUT, extra)
+    assert command.argv[len(command.argv) - len(extra) :] == extra
+    args = _server_parser().parse_args(command.argv[3:])
+    assert (args.model if isinstance(args.model, list) else [args.model]) == models
+    assert args.voice == voice
+
+
+def test_arguments_given_replace_the_fixed_ones_and_the_token() -> None:
+    options = load_options(DATA / "options_full.json")
+    command = build_command(options, Layout(python=PY, ingress_port=8099),
+                            ["--uri", "tcp://127.0.0.1:10300", "--hf-token", "hf_x", "--no-quantize"])  # fmt: skip
+    assert command.argv.count("--uri") == 1 and "tcp://0.0.0.0:10200" not in command.argv
+    assert "HF_TOKEN" not in command.env
+    assert "--quantize" not in command.argv  # the options' int8: --no-quantize sets the same setting
+    assert command.argv[command.argv.index("--http") : command.argv.index("--http") + 3] == [
+        "--http", "0.0.0.0:8099", "--http-ingress"]  # fmt: skip
+
+
 def test_unknown_option_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     normalize_options({"retired_option": 1})
     assert "retired_option" in caplog.text
@@ -947,7 +982,7 @@ def test_dockerfile_has_explicit_multiarch_debian_base() -> None:
     )
     default = args_before.get("BUILD_FROM", "")
     assert default, "ARG BUILD_FROM needs a default: Supervisor 2026.04+ no longer passes it"
-    assert instructions[first_from][1] in ("${BUILD_FROM}", "$BUILD_FROM")
+    assert instructions[first_from][1].split()[0] in ("${BUILD_FROM}", "$BUILD_FROM")
     # One default for every arch in config.yaml: a multi-arch manifest, not amd64-...
     assert "debian" in default
     assert not re.search(r"(?:amd64|aarch64|armv7|armhf|i386)-", default)
@@ -962,6 +997,59 @@ def test_dockerfile_installs_with_script_setup_and_cpu_torch() -> None:
     assert 'CPU_INDEX_URL="https://download.pytorch.org/whl/cpu"' in (ROOT / "script" / "setup").read_text()
     assert not any("pip install" in rest for rest in runs), "install steps belong in script/setup"
     assert any("venv" in rest for rest in runs)
+
+
+def dockerfile_stages() -> list[list[tuple[str, str]]]:
+    """The instructions of each stage (from its FROM on), in order."""
+    stages: list[list[tuple[str, str]]] = []
+    for keyword, rest in dockerfile_instructions():
+        if keyword == "FROM":
+            stages.append([])
+        if stages:
+            stages[-1].append((keyword, rest))
+    return stages
+
+
+def test_dockerfile_image_holds_the_installed_venv_not_the_source() -> None:
+    # A COPY of the source stays in its layer even when a later RUN deletes it: only the
+    # build stage copies it, the image takes the venv from there.
+    stages = dockerfile_stages()
+    assert len(stages) >= 2
+    final_copies = [rest.split() for keyword, rest in stages[-1] if keyword == "COPY"]
+    assert ["--from=build", "/opt/venv", "/opt/venv"] in final_copies
+    assert all(copy[0].startswith("--from=") or copy[:-1] == ["addon"] for copy in final_copies)
+    assert not any(keyword == "RUN" for keyword, _ in stages[-1])
+
+
+def test_dockerfile_leaves_no_apt_cache() -> None:
+    # base-debian deletes apt's docker-clean hook: every install must clean up itself.
+    for keyword, rest in dockerfile_instructions():
+        if keyword == "RUN" and "apt-get install" in rest:
+            assert "apt-get clean" in rest and "rm -rf /var/lib/apt/lists/*" in rest, rest
+
+
+def test_dockerfile_takes_pips_settings_as_build_arguments() -> None:
+    declared = {rest.split("=")[0] for keyword, rest in dockerfile_instructions() if keyword == "ARG"}
+    assert {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST"} <= declared
+    # declared without a value: not set (and so not overriding a pip.conf) unless given
+    for keyword, rest in dockerfile_instructions():
+        if keyword == "ARG" and rest.startswith("PIP_"):
+            assert "=" not in rest, rest
+
+
+def test_dockerfile_installs_the_pinned_versions() -> None:
+    copies = [rest.split()[:-1] for keyword, rest in dockerfile_instructions() if keyword == "COPY"]
+    assert any("constraints.txt" in sources for sources in copies)
+
+
+def test_dockerfile_imports_torch_only_where_the_build_runs_natively() -> None:
+    # Under qemu (an aarch64 image built on x86) torch's import crashes: the check that
+    # always runs reads the packages' metadata; the import is conditional.
+    run = next(rest for keyword, rest in dockerfile_instructions() if keyword == "RUN" and "script/setup" in rest)
+    assert "pip check" in run and "importlib.metadata" in run
+    guarded = re.search(r"if \[\[(.*?)\]\]; then\s*python3 -P -c \"import torch", run)
+    assert guarded and "x86_64" in guarded[1] and "IMPORT_TORCH_CHECK" in guarded[1]
+    assert run.count("import torch") == 1
 
 
 def test_dockerfile_healthcheck_exposes_and_entrypoint() -> None:
@@ -997,32 +1085,42 @@ def test_dockerignore_sends_what_the_build_needs_and_nothing_else() -> None:
         if line.strip() and not line.startswith("#")
     ]  # fmt: skip
     for keyword, rest in dockerfile_instructions():
-        if keyword == "COPY":
+        if keyword == "COPY" and not rest.startswith("--from="):  # a stage's files are not the context's
             for source in rest.split()[:-1]:
                 assert not dockerignored(source, patterns), f"COPY {source} is excluded by .dockerignore"
-    for needed in ("wyoming_pocket_tts/__init__.py", "wyoming_pocket_tts/engine/catalog.json", "addon/run.py"):
+    for needed in ("wyoming_pocket_tts/__init__.py", "wyoming_pocket_tts/engine/catalog.json", "addon/run.py",
+                   "constraints.txt"):
         assert not dockerignored(needed, patterns)
     for unwanted in (".git/config", "tests/test_addon.py", "bench/x.py", "addon/__pycache__/run.cpython-313.pyc",
                      "wyoming_pocket_tts/__pycache__/x.pyc", "icon.png"):  # fmt: skip
         assert dockerignored(unwanted, patterns), unwanted
 
 
-def run_setup(tmp_path: Path, env: dict[str, str], fail: str = "") -> tuple[int, list[str]]:
-    """Run script/setup with a stand-in interpreter that records how it was called and
-    fails the calls whose arguments match the shell pattern `fail`. Its inline scripts
-    show as "-": "- URL SECONDS" asks the CPU index, "- REPORT" reads pip's dry run
-    (CPU or CUDA build), a lone "-" prints what was installed."""
+def run_setup(
+    tmp_path: Path, env: dict[str, str], fail: str = "", say: str = "", output: list[str] | None = None
+) -> tuple[int, list[str]]:
+    """Run script/setup with a stand-in interpreter that records how it was called (and
+    the PIP_CONSTRAINT it was given) and fails the calls whose arguments match the shell
+    pattern `fail`, printing `say` on stderr. Its inline scripts show as "-": "- URL
+    SECONDS" asks the CPU index, "- REPORT" reads pip's dry run (CPU or CUDA build), a
+    lone "-" prints what was installed. `output` receives script/setup's stderr lines."""
     log = tmp_path / "calls.log"
     fake = tmp_path / "fake-python"
-    failing = f'case "$*" in {fail}) exit 1;; esac\n' if fail else ""
-    fake.write_text(f'#!/bin/sh\necho "$(pwd) $*" >> "{log}"\n{failing}')
+    failing = f'case "$*" in {fail}) echo "{say}" >&2; exit 1;; esac\n' if fail else ""
+    fake.write_text(f'#!/bin/sh\necho "$(pwd) $*" >> "{log}"\necho "$PIP_CONSTRAINT" >> "{log}.pins"\n{failing}')
     fake.chmod(0o755)
-    clean = {key: value for key, value in os.environ.items() if key not in ("TORCH_INDEX_URL", "EXTRAS")}
+    clean = {key: value for key, value in os.environ.items()
+             if key not in ("TORCH_INDEX_URL", "EXTRAS", "CONSTRAINTS", "PIP_CONSTRAINT")}  # fmt: skip
     result = subprocess.run(
         [str(ROOT / "script" / "setup")], check=False, cwd=tmp_path, env={**clean, "PYTHON": str(fake), **env},
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
+    if output is not None:
+        output.extend(result.stderr.splitlines())
     calls = log.read_text().splitlines() if log.exists() else []
+    if calls:
+        pins = set(Path(f"{log}.pins").read_text().splitlines())
+        assert pins == {env.get("PIP_CONSTRAINT_EXPECTED", str(ROOT / "constraints.txt"))}, pins
     # the dry run's report is a temporary file: its name varies
     return result.returncode, [re.sub(r"--report \S+", "--report REPORT", re.sub(r" - /\S+$", " - REPORT", call))
                                for call in calls]
@@ -1040,18 +1138,18 @@ def test_setup_plain_takes_the_cpu_index_when_it_answers(tmp_path: Path) -> None
     code, calls = run_setup(tmp_path, {})
     assert code == 0
     if LOOKS_FOR_CPU:
-        assert calls == [PROBE, f"{ROOT} -m pip install torch==2.13.0 --index-url {CPU_INDEX}", f"{ROOT} -",
-                         f"{ROOT} -m pip install ."]  # fmt: skip
+        assert calls == [PROBE, f"{ROOT} -m pip install --no-deps torch==2.13.0 --index-url {CPU_INDEX}",
+                         f"{ROOT} -m pip install .", f"{ROOT} -"]  # fmt: skip
     else:
-        assert calls == [f"{ROOT} -m pip install torch==2.13.0", f"{ROOT} -", f"{ROOT} -m pip install ."]
+        assert calls == [f"{ROOT} -m pip install --no-deps torch==2.13.0", f"{ROOT} -m pip install .", f"{ROOT} -"]
 
 
 @pytest.mark.skipif(not LOOKS_FOR_CPU, reason="elsewhere PyPI's torch is CPU-only and the script asks nothing")
 def test_setup_without_the_cpu_index_takes_a_cpu_build_that_pip_offers(tmp_path: Path) -> None:
     code, calls = run_setup(tmp_path, {}, fail="'- https://'*")
     assert code == 0
-    assert calls == [PROBE, DRY_RUN, f"{ROOT} - REPORT", f"{ROOT} -m pip install torch==2.13.0", f"{ROOT} -",
-                     f"{ROOT} -m pip install ."]  # fmt: skip
+    assert calls == [PROBE, DRY_RUN, f"{ROOT} - REPORT", f"{ROOT} -m pip install --no-deps torch==2.13.0",
+                     f"{ROOT} -m pip install .", f"{ROOT} -"]  # fmt: skip
 
 
 @pytest.mark.skipif(not LOOKS_FOR_CPU, reason="elsewhere PyPI's torch is CPU-only and the script asks nothing")
@@ -1061,20 +1159,67 @@ def test_setup_stops_rather_than_install_the_cuda_build(tmp_path: Path) -> None:
     assert calls == [PROBE, DRY_RUN, f"{ROOT} - REPORT"]
 
 
+@pytest.mark.skipif(not LOOKS_FOR_CPU, reason="elsewhere PyPI's torch is CPU-only and the script asks nothing")
+@pytest.mark.parametrize(
+    ("pip_says", "reported"),
+    [
+        ("SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed'))",
+         "a TLS failure"),
+        ("NewConnectionError('<urllib3.connection.HTTPSConnection>: Failed to establish a new connection: "
+         "[Errno -3] Temporary failure in name resolution')", "a network failure"),
+        ("ProxyError('Cannot connect to proxy.')", "a proxy failure"),
+    ],
+)  # fmt: skip
+def test_setup_says_what_failed_when_pip_cannot_reach_its_index(tmp_path: Path, pip_says: str, reported: str) -> None:
+    output: list[str] = []
+    code, calls = run_setup(tmp_path, {}, fail="'- https://'* | *--dry-run*", say=pip_says, output=output)
+    assert code != 0
+    assert calls == [PROBE, DRY_RUN]
+    text = "\n".join(output)
+    assert reported in text and pip_says in text
+    assert "CUDA" not in text
+
+
+def test_setup_installs_the_pins_or_none(tmp_path: Path) -> None:
+    (tmp_path / "none").mkdir()
+    code, _ = run_setup(tmp_path / "none", {"TORCH_INDEX_URL": "default", "CONSTRAINTS": "none",
+                                            "PIP_CONSTRAINT": "/x", "PIP_CONSTRAINT_EXPECTED": ""})  # fmt: skip
+    assert code == 0
+    (tmp_path / "missing").mkdir()
+    code, calls = run_setup(tmp_path / "missing", {"TORCH_INDEX_URL": "default",
+                                                   "CONSTRAINTS": str(tmp_path / "missing.txt")})  # fmt: skip
+    assert code != 0 and calls == []
+
+
+def test_constraints_pin_every_package_and_torch_as_setup_does() -> None:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and " " not in version and "+" not in version, line
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    setup = (ROOT / "script" / "setup").read_text()
+    assert pins["torch"] == re.search(r'TORCH_VERSION="([^"]+)"', setup)[1]
+    names = re.findall(r'^\s*"([A-Za-z0-9_.-]+)', (ROOT / "pyproject.toml").read_text(), re.M)
+    for name in names:  # every direct dependency and extra, and the build backend
+        assert re.sub(r"[-_.]+", "-", name).lower() in pins, name
+    assert {"setuptools", "wheel"} <= pins.keys()
+
+
 def test_setup_cpu_index_and_extras(tmp_path: Path) -> None:
     code, calls = run_setup(tmp_path, {"TORCH_INDEX_URL": "https://mirror.example/whl/cpu", "EXTRAS": "test"})
     assert code == 0
     assert calls == [
-        f"{ROOT} -m pip install torch==2.13.0 --index-url https://mirror.example/whl/cpu",
-        f"{ROOT} -",
+        f"{ROOT} -m pip install --no-deps torch==2.13.0 --index-url https://mirror.example/whl/cpu",
         f"{ROOT} -m pip install .[test]",
+        f"{ROOT} -",
     ]
 
 
 def test_setup_default_index_is_pips_own_unchecked(tmp_path: Path) -> None:
     code, calls = run_setup(tmp_path, {"TORCH_INDEX_URL": "default"})
     assert code == 0
-    assert calls == [f"{ROOT} -m pip install torch==2.13.0", f"{ROOT} -", f"{ROOT} -m pip install ."]
+    assert calls == [f"{ROOT} -m pip install --no-deps torch==2.13.0", f"{ROOT} -m pip install .", f"{ROOT} -"]
 
 
 def test_setup_stops_at_the_first_failure(tmp_path: Path) -> None:
@@ -1102,6 +1247,13 @@ def test_readme_install_command_is_script_setup() -> None:
 
 def test_ci_installs_with_script_setup() -> None:
     assert "script/setup" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_ci_runs_the_readmes_test_command_verbatim() -> None:
+    # So that CI installs what the README installs, on the same pins (constraints.txt).
+    readme = _fenced_lines((ROOT / "README.md").read_text(encoding="utf-8"))
+    command = next(line for line in readme if "EXTRAS=test script/setup" in line and "pytest" in line)
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
 # ---------------------------------------------------------------------------------------

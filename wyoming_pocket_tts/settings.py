@@ -299,6 +299,10 @@ SETTINGS: tuple[Setting, ...] = (
             "server", minimum=0.0, above_minimum=True),
     Setting("max_connections", int, 64,
             "open connections at most (lowered to fit under the open-file limit)", "server", minimum=1),
+    Setting("download_retry_max", float, 120.0,
+            "longest wait in seconds between two attempts to download the model while the Hugging Face hub "
+            "cannot be reached (the server keeps answering, and speaks once a download succeeds)", "server",
+            minimum=0.0, above_minimum=True, metavar="SECONDS"),
     Setting("zeroconf_name", str, None,
             f"announce the server over mDNS for Home Assistant (name default {DEFAULT_ZEROCONF_NAME})",
             "server", flag="--zeroconf", metavar="NAME", const=DEFAULT_ZEROCONF_NAME),

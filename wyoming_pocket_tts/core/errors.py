@@ -10,6 +10,12 @@ class ModelLoadError(EngineError):
     """A model could not be resolved, downloaded or loaded."""
 
 
+class HubUnavailableError(ModelLoadError):
+    """A download failed because the Hugging Face hub could not be reached (no network, an
+    outage, a server error): the same load may succeed later, unlike a file that does not
+    exist or an access the hub refuses."""
+
+
 class VoiceError(EngineError):
     """A voice could not be made: bad recording, wrong model, missing access.
 

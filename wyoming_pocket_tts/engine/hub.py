@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import ModelLoadError
+from ..core.errors import HubUnavailableError, ModelLoadError
 
 logger = logging.getLogger(__name__)
 
@@ -151,10 +151,38 @@ def resolve(path: str | Path, access: HubAccess, base_dir: Path | None = None) -
             "and pass a token (--hf-token or HF_TOKEN)"
         ) from None
     except LocalEntryNotFoundError:
-        raise ModelLoadError(
+        # What huggingface_hub raises when it could not reach the hub (after its retries)
+        # and the file is not in the cache; in offline mode, waiting will not bring it.
+        error = ModelLoadError if _offline() else HubUnavailableError
+        raise error(
             f"could not download {path} (no network, or offline mode and not in the cache); "
             "to run offline, pass a local model config (--model path/to/config.yaml) whose "
             "paths point at local files"
         ) from None
     except Exception as err:  # noqa: BLE001 -- the hub raises many kinds; all mean "unavailable"
-        raise ModelLoadError(f"could not download {path}: {type(err).__name__}: {err}") from None
+        error = HubUnavailableError if _unreachable(err) else ModelLoadError
+        raise error(f"could not download {path}: {type(err).__name__}: {err}") from None
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+# Statuses of a hub that is down or overloaded, not of a request that is wrong.
+_UNAVAILABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def _unreachable(err: BaseException) -> bool:
+    """True for a failure that the hub's being unreachable explains (a connection that failed
+    or broke off mid-file, a timeout, a server error), which a later attempt may not meet."""
+    response = getattr(err, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int):
+        return status in _UNAVAILABLE_STATUSES
+    # httpx (huggingface_hub 1.x and later) and requests (earlier) name their transport
+    # errors so, and Python its own (a connection reset, a name that does not resolve).
+    names = {cls.__name__ for cls in type(err).__mro__}
+    return bool(names & {"TransportError", "ConnectionError", "Timeout", "TimeoutException", "TimeoutError",
+                         "gaierror"})  # fmt: skip

@@ -16,7 +16,7 @@ import torch
 from .catalog import catalog, language_of
 from .config import ModelConfig, parse_config, read_config_file
 from .demo import DEMO_LANGUAGES, DEMO_NAME, DEMO_VOICE, demo_config, demo_voice_audio, make_tokenizer_json
-from ..core.errors import ModelLoadError
+from ..core.errors import HubUnavailableError, ModelLoadError
 from ..core.model_names import names_config_file
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
@@ -123,11 +123,13 @@ def _load_released_weights(network: PocketNetwork, config: ModelConfig, hub: Hub
     if not candidates:
         raise ModelLoadError("the model config names no weights (weights_path)")
     failures = []
+    unreachable = False
     for path in candidates:
         try:
             local = resolve(path, hub, base_dir)
         except ModelLoadError as err:
             failures.append(str(err))
+            unreachable |= isinstance(err, HubUnavailableError)
             logger.info("weights %s unavailable: %s", path, err)
             continue
         logger.info("loading weights %s", local)
@@ -135,7 +137,8 @@ def _load_released_weights(network: PocketNetwork, config: ModelConfig, hub: Hub
             logger.warning("these weights cannot clone voices; predefined voices and exported states still work")
             return str(path), None
         return str(path), local
-    raise ModelLoadError("; ".join(failures))
+    # One weights file the hub could not deliver for want of a connection: a later attempt may load it.
+    raise (HubUnavailableError if unreachable else ModelLoadError)("; ".join(failures))
 
 
 def _model_id(name: str, raw: dict[str, Any], weights_id: str) -> str:

@@ -4,7 +4,10 @@ Order at start: bind the socket (a port in use fails here, in well under a secon
 start loading the model in a thread, then start the voices page if asked (--http; see
 wyoming_pocket_tts.web), then announce over zeroconf. The process lives until
 SIGTERM/SIGINT (exit 0), the end of stdin for `stdio://` (exit 0), or a model that cannot
-be loaded (exit 1, one line saying why). A misbehaving client never ends it.
+be loaded (exit 1, one line saying why). A model the Hugging Face hub cannot deliver for
+now (no network, an outage) is not such a model: its download is tried again, with waits
+growing to --download-retry-max, and requests are told why meanwhile (see TtsService). A
+misbehaving client never ends it.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class ServerConfig:
     max_queued_requests: int = default("max_queued_requests")
     idle_timeout: float = default("idle_timeout")
     max_connections: int = default("max_connections")
+    download_retry_max: float = default("download_retry_max")
     zeroconf_name: str | None = None
     more_models: tuple[str, ...] = ()
     max_loaded_models: int = default("max_loaded_models")
@@ -329,6 +333,7 @@ async def serve(config: ServerConfig, loader: Loader | None = None, own_signals:
         voice_executor=voice_executor,
         text_executor=text_executor,
         warmup=None if loader else warm_up,
+        download_retry_max_s=config.download_retry_max,
     )
     with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows, nor off the main thread
         StopSignals(loop, stop.set, service.rescan).install(own_process=own_signals)

@@ -24,6 +24,7 @@ from typing import Any
 from wyoming.info import Info
 
 from ..core import GenerationOptions, ModelLike, VoiceInfo, VoiceSource, VoiceStateLike
+from ..core.errors import HubUnavailableError
 from ..settings import BY_NAME, Scope, check_fields, default
 from .info import build_info
 from .loading import error_text, load_failure, load_watched
@@ -36,6 +37,9 @@ _LOGGER = logging.getLogger(__name__)
 DESCRIBE_REFRESH_WAIT_S = 0.5
 # The first preview is awaited longer: without it the info would have no voices.
 FIRST_PREVIEW_WAIT_S = 5.0
+# The first wait before the model's download is tried again (the hub unreachable); it
+# doubles at each failure, up to TtsService.download_retry_max_s.
+FIRST_DOWNLOAD_RETRY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,9 @@ class TtsService:
     # Where long client text is parsed and cut into sentences, off the event loop (see
     # text_work); None: the loop's default executor.
     text_executor: Executor | None = None
+    # The longest wait between two attempts to load the default voice's model while the
+    # hub cannot be reached (HubUnavailableError); the server answers meanwhile.
+    download_retry_max_s: float = default("download_retry_max")
     _pool: ModelPool | None = field(default=None, init=False)
     _first_loaded: bool = field(default=False, init=False)
     _preview_done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
@@ -210,7 +217,7 @@ class TtsService:
         def load() -> None:
             started = time.monotonic()
             try:
-                backend = load_watched(self.loader, report_trouble)
+                backend = self._load_until_downloaded(report_trouble)
             except BaseException as err:  # noqa: BLE001 - reported to the user as one line
                 _LOGGER.debug("Loading failed", exc_info=True)
                 outcome: tuple[Backend | None, BaseException | None] = (None, load_failure(err))
@@ -232,6 +239,30 @@ class TtsService:
         self._loader_thread = threading.Thread(target=load, name="model-loader", daemon=True)
         self._loader_thread.start()
         return ready
+
+    def _load_until_downloaded(self, report_trouble: Callable[[str | None], None]) -> Backend:
+        """The loader's backend (in the loader thread). While the hub cannot be reached, the
+        load is tried again after a wait that doubles up to `download_retry_max_s`, and
+        `report_trouble` tells the waiting requests why: a hub outage at boot leaves a
+        server that answers and starts speaking by itself once the hub is back, where it
+        used to exit (and an add-on without a watchdog stayed stopped)."""
+        delay = min(FIRST_DOWNLOAD_RETRY_S, self.download_retry_max_s)
+        while True:
+            try:
+                return load_watched(self.loader, report_trouble)
+            except HubUnavailableError as err:
+                if self._stopping.is_set():
+                    raise
+                reason = f"the Hugging Face hub cannot be reached ({error_text(err)}); trying again in {delay:g} s"
+                _LOGGER.warning("Model %s: %s", self.model_name, reason)
+                report_trouble(reason)
+                if self._stopping.wait(delay):
+                    raise
+                # A new attempt: requests wait for it, as at the first start, rather than be
+                # told of the last failure while the hub may be back (the download's own
+                # retries report a failure again at once).
+                report_trouble(None)
+                delay = min(delay * 2, self.download_retry_max_s)
 
     async def _refresh_preview(self) -> None:
         # Every model's list: the default's preview, the others' preview or library.
