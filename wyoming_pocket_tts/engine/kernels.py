@@ -50,38 +50,35 @@ def inference() -> Iterator[None]:
         yield
 
 
-# MKL multiplies fewer rows than this with other kernels (a matrix-vector product for one
-# row), whose rounding differs; from this many rows on, a row's result is the same bits
-# whatever the other rows are (checked on every shape of the models, on one thread, by
-# tests/test_engine_batch.py).
-GEMM_ROWS = 4
-
-
 def independent_rows(x: torch.Tensor) -> int:
-    """How many replies' rows `x` holds if it is a step's input ([B, features] or
-    [B, 1, features]: one position per reply), each to be multiplied as if it were alone;
-    0 for anything else (one reply's positions, [1, t, features])."""
+    """How many replies' rows `x` holds, each to be multiplied as if it were alone: the
+    batch of a batched step ([B, features] or [B, 1, features], B > 1); 1 for anything
+    else (one reply's positions, [1, t, features])."""
     if x.dim() == 2 or (x.dim() == 3 and x.shape[1] == 1):
         return x.shape[0]
-    return 0
+    return 1
 
 
 def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """F.linear of a step's B rows, each row's result the same bits whether it is
-    multiplied alone or beside up to any number of other rows.
+    """F.linear of B independent rows, each row's result bit for bit what F.linear gives
+    that row alone, in one call.
 
     A batched step must not change a reply's audio (a seeded reply sounds the same whatever
-    else is being spoken), but a product's rounding depends on the kernel, and MKL picks
-    it by the number of rows. Padding to GEMM_ROWS rows with zeros makes every step, alone
-    or batched, a matrix-matrix product whose rows do not affect each other: the weights
-    are read once per step for all rows (the point of batching), and one row alone costs
-    about what a matrix-vector product did (both are bound by reading the weights).
+    else is being spoken), but a matrix product's rounding depends on how many rows it
+    multiplies: F.linear of B rows differs from one row's in the last bits (MKL takes
+    another kernel), and an autoregressive model carries the difference on. A batched
+    product over the weight expanded (stride 0, nothing copied) runs one single-row product
+    per row instead, each the same kernel as a row alone, back to back in one call, so the
+    weights come from memory once and from the cache for the other rows.
     """
     rows = x.shape[0]
-    flat = x.reshape(rows, x.shape[-1])
-    if rows < GEMM_ROWS:
-        flat = torch.cat([flat, flat.new_zeros(GEMM_ROWS - rows, flat.shape[1])])
-    return F.linear(flat, weight, bias)[:rows].reshape(*x.shape[:-1], weight.shape[0])
+    flat = x.reshape(rows, 1, x.shape[-1])
+    weight_t = weight.t().unsqueeze(0).expand(rows, -1, -1)
+    if bias is None:
+        out = torch.bmm(flat, weight_t)
+    else:
+        out = torch.baddbmm(bias.view(1, 1, -1).expand(rows, 1, -1), flat, weight_t)
+    return out.view(*x.shape[:-1], weight.shape[0])
 
 
 class Linear(nn.Linear):
@@ -89,7 +86,7 @@ class Linear(nn.Linear):
     and multiplies the rows of a batched step each as if it were alone (`rows_linear`)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if independent_rows(x):
+        if independent_rows(x) > 1:
             return rows_linear(x, self.weight, self.bias)
         return F.linear(x, self.weight, self.bias)
 

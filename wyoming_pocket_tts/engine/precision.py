@@ -57,8 +57,7 @@ STEPS_PER_ROUND = 4
 CONTEXT = 160
 # Raised when the measurement changes what it times: remembered figures are then stale.
 # 2: the rows of a batched step each have caches of their own (continuous batching).
-# 3: float32 steps multiply their rows together (kernels.rows_linear).
-METHOD_VERSION = 3
+METHOD_VERSION = 2
 
 Clock = Callable[[], float]
 
