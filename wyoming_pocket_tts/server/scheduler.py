@@ -3,9 +3,9 @@
 * Each reply's frames come from the engine's batcher: every reply being spoken advances one
   frame per batched FlowLM step (engine/batch.py). A slot here is a row of that batch: at
   most ``max_concurrent`` replies are spoken at once (the batch bound, ``--max-concurrent``);
-  only the requests beyond it wait. Its default, 4, is what this 2-core machine speaks
-  each faster than real time in float32 with the default model (docs/batching.md, the
-  concurrency benchmark); int8 runs 8 at once there, and a bigger machine more.
+  only the requests beyond it wait. Its default, 4, is the largest batch a 2-core x86
+  machine speaks each faster than real time in int8 (what `--quantize auto` picks there)
+  with the default model (docs/batching.md, the concurrency benchmark).
 * A slot is held while a reply has text to speak: a whole one-shot text, or the sentences
   of a streamed reply that have arrived. While a streamed reply waits for more text (the
   LLM is still writing) its slot is free for others, so an idle stream holds no row; when
