@@ -67,6 +67,9 @@ LOOKAHEAD = max(DECODER_GROUPS) + 1
 MAX_UNREAD = 8
 # How long a stopping batcher waits for a thread to finish its job (a frame takes less).
 STOP_WAIT_S = 5.0
+# The latents of a job that decodes nothing: shared, never written (a step job would
+# otherwise allocate an empty tensor every frame).
+NO_LATENTS = torch.empty(0)
 # Before speech starts, the EOS logit of some voices crosses the threshold: ignore it.
 MIN_FRAMES_BEFORE_EOS = 6
 
@@ -209,7 +212,7 @@ class _Job:
     kind: str  # "first step", "step", "decode"
     rows: list[ChunkRow]
     # A decode job's latents [1, n, dim], taken off its row when the job was chosen.
-    group: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+    group: torch.Tensor = NO_LATENTS
 
 
 def _serve(work: _Work) -> None:
