@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from engine_fixtures import observe_steps_and_decodes, write_voice_recording
 from wyoming_pocket_tts.engine import GenerationOptions, TTSModel, VoiceState, build_demo_model, quantize_model
 from wyoming_pocket_tts.engine.batch import LOOKAHEAD, MAX_UNREAD
+from wyoming_pocket_tts.engine import kernels
 from wyoming_pocket_tts.engine.kernels import rows_linear
 
 NO_EOS = 1e9
@@ -99,8 +100,15 @@ def batch_sizes(model: TTSModel, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8])
-@pytest.mark.parametrize("shape", [(64, 48), (1024, 3072), (4096, 1024)])
-def test_rows_multiplied_together_are_each_bit_for_bit_alone(rows: int, shape: tuple[int, int]) -> None:
+@pytest.mark.parametrize("shape", [(64, 48), (1024, 3072), (4096, 1024), (1024, 1000), (1024, 1001)])
+@pytest.mark.parametrize("slice_kib", [None, 1])
+def test_rows_multiplied_together_are_each_bit_for_bit_alone(rows: int, shape: tuple[int, int], slice_kib: int | None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Each row equals F.linear of that row alone, with the weight sliced as this CPU's
+    cache sets it, and in slices as thin as they go (many slices, the last one of another
+    width, outputs left over after the kernel's blocks)."""
+    if slice_kib is not None:
+        monkeypatch.setattr(kernels, "SLICE_BYTES", slice_kib << 10)
     generator = torch.Generator().manual_seed(rows)
     weight, bias = torch.randn(shape[1], shape[0], generator=generator), torch.randn(shape[1], generator=generator)
     x = torch.randn(rows, 1, shape[0], generator=generator)

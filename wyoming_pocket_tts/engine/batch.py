@@ -59,9 +59,12 @@ logger = logging.getLogger(__name__)
 # never "whatever is ready": a seeded reply's audio (whose rounding depends on the grouping)
 # must not depend on timing.
 DECODER_GROUPS = (1, 1, 2, 2, 4)
-# Latents a row may be ahead of its decoder: enough for the largest group, and one more so
-# that the FlowLM can step while a group is being decoded.
-LOOKAHEAD = max(DECODER_GROUPS) + 1
+# Latents a row may be ahead of its decoder: two of the largest groups and one more. Rows
+# stepped together fill their groups at the same step; with room for one group only, the
+# stepping stopped until every row's group was decoded, and one core idled while the other
+# decoded (4 float32 replies at once: 0.92x real time each, threads busy 76% of the time;
+# with two groups 1.08x, 85%: docs/batching.md).
+LOOKAHEAD = 2 * max(DECODER_GROUPS) + 1
 # Frames decoded but not yet taken by the reply's reader (640 ms of audio): past this the
 # row waits, without stepping or decoding, for its listener.
 MAX_UNREAD = 8
