@@ -14,9 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from engine_fixtures import observe_steps_and_decodes, write_voice_recording
-from wyoming_pocket_tts.engine import GenerationOptions, TTSModel, VoiceState, build_demo_model, quantize_model
+from wyoming_pocket_tts.engine import GenerationOptions, TTSModel, VoiceState, build_demo_model, kernels, quantize_model
 from wyoming_pocket_tts.engine.batch import LOOKAHEAD, MAX_UNREAD
-from wyoming_pocket_tts.engine import kernels
 from wyoming_pocket_tts.engine.kernels import rows_linear
 
 NO_EOS = 1e9
