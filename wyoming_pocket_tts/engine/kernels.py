@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .rows_kernel import ROWS_KERNEL
+
 # Present in every PyTorch we support; looked up defensively all the same, since it lives in torch._C.
 _SKIP_SUBCLASS_OVERRIDES: Callable[[], contextlib.AbstractContextManager[None]] = getattr(
     torch._C, "DisableTorchFunctionSubclass", contextlib.nullcontext
@@ -78,13 +80,16 @@ SLICE_BYTES = min(max(_l2_cache_bytes() * 3 // 4, 256 << 10), 2 << 20)
 SLICE_ALIGN = 64
 
 
+def is_step(x: torch.Tensor) -> bool:
+    """Whether `x` is a step's rows, one per reply ([B, features] or [B, 1, features], B
+    >= 1), rather than one reply's positions ([1, t, features])."""
+    return x.dim() == 2 or (x.dim() == 3 and x.shape[1] == 1)
+
+
 def independent_rows(x: torch.Tensor) -> int:
     """How many replies' rows `x` holds, each to be multiplied as if it were alone: the
-    batch of a batched step ([B, features] or [B, 1, features], B > 1); 1 for anything
-    else (one reply's positions, [1, t, features])."""
-    if x.dim() == 2 or (x.dim() == 3 and x.shape[1] == 1):
-        return x.shape[0]
-    return 1
+    batch of a step (`is_step`); 1 for one reply's positions."""
+    return x.shape[0] if is_step(x) else 1
 
 
 def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -138,12 +143,26 @@ def _slices(outputs: int, row_bytes: int) -> list[tuple[int, int]]:
 
 class Linear(nn.Linear):
     """nn.Linear (same parameters, same state dict) that can be made around given tensors,
-    and multiplies the rows of a batched step each as if it were alone (`rows_linear`)."""
+    and multiplies the rows of a step each as if it were alone.
+
+    With our kernel (`rows_kernel`), every step goes through it, one reply's as well as a
+    batch's: that is what gives a row the same bits in both. Without it, one row is
+    F.linear and several are `rows_linear`, which gives each row F.linear's bits.
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if is_step(x) and x.dtype == torch.float32 and self._fits_rows_kernel():
+            out = ROWS_KERNEL(x.reshape(-1, x.shape[-1]).contiguous(), self.weight, self.bias)  # type: ignore[misc]
+            return out.view(*x.shape[:-1], self.weight.shape[0])
         if independent_rows(x) > 1:
             return rows_linear(x, self.weight, self.bias)
         return F.linear(x, self.weight, self.bias)
+
+    def _fits_rows_kernel(self) -> bool:
+        """Contiguous float32 tensors, as the kernel reads them (checked per call: the
+        parameters may be replaced after construction)."""
+        tensors = (self.weight,) if self.bias is None else (self.weight, self.bias)
+        return ROWS_KERNEL is not None and all(t.dtype == torch.float32 and t.is_contiguous() for t in tensors)
 
     @classmethod
     def around(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> Linear:
