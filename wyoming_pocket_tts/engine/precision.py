@@ -43,6 +43,7 @@ from .kernels import inference
 from .mimi import DecoderState
 from .model import TTSModel
 from .quantize import Int8Linear, Int8Slot, engine_for, int8_slots
+from .rows_kernel import ROWS_KERNEL
 
 
 BATCH_SIZES = (1, 4)
@@ -57,16 +58,19 @@ STEPS_PER_ROUND = 4
 CONTEXT = 160
 # Raised when the measurement changes what it times: remembered figures are then stale.
 # 2: the rows of a batched step each have caches of their own (continuous batching).
-METHOD_VERSION = 2
+# 3: float32 steps may go through our kernel (engine/rows_kernel.py), said in the identity.
+METHOD_VERSION = 3
 
 Clock = Callable[[], float]
 
 
 def runtime_identity() -> str:
-    """What the figures depend on besides the CPU and the model: torch, its int8 engine
-    and this measurement's version."""
+    """What the figures depend on besides the CPU and the model: torch, its int8 engine,
+    the float32 step kernel (ours is there once a C compiler was at install) and this
+    measurement's version."""
     engine = engine_for(platform.machine(), torch.backends.quantized.supported_engines)
-    return f"torch {torch.__version__}, int8 by {engine.name}, measurement {METHOD_VERSION}"
+    float32 = "ours" if ROWS_KERNEL is not None else "torch"
+    return f"torch {torch.__version__}, int8 by {engine.name}, float32 steps by {float32}, measurement {METHOD_VERSION}"
 
 
 def measure_precisions(model: TTSModel, *, repeats: int = REPEATS, batch_sizes: Sequence[int] = BATCH_SIZES,
