@@ -37,9 +37,11 @@ RUN apt-get update \
 
 FROM runtime AS build
 
+# A C compiler for the batched-step kernel (setup.py); it stays in this stage, only the
+# built library reaches the image.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3-venv \
+    && apt-get install -y --no-install-recommends python3-venv gcc libc6-dev \
     && apt-get clean \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv "${VIRTUAL_ENV}"
@@ -66,7 +68,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /usr/src/wyoming-pocket-tts
-COPY pyproject.toml README.md constraints.txt ./
+COPY pyproject.toml setup.py README.md constraints.txt ./
+COPY native native
 COPY script/setup script/setup
 COPY wyoming_pocket_tts wyoming_pocket_tts
 # The venv's python3 comes first on PATH, so script/setup installs into the venv.
