@@ -80,6 +80,14 @@ def test_a_linear_takes_it_for_every_step_and_torch_for_a_prompt() -> None:
         assert torch.equal(linear(step), F.linear(step, linear.weight, linear.bias))
 
 
+@needs_kernel
+def test_mismatched_shapes_are_refused_before_any_memory_is_read() -> None:
+    with pytest.raises(ValueError, match="shapes do not match"):
+        ROWS_KERNEL(torch.randn(2, 8), torch.randn(4, 9), None)  # type: ignore[misc]
+    with pytest.raises(ValueError, match="shapes do not match"):
+        ROWS_KERNEL(torch.randn(2, 8), torch.randn(4, 8), torch.randn(5))  # type: ignore[misc]
+
+
 def test_without_it_steps_use_torch_and_rows_keep_their_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not built (no C compiler at install) or not vectorized: F.linear for one row, and
     each row of several with F.linear's bits (`rows_linear`)."""

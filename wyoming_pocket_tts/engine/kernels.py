@@ -1,7 +1,10 @@
 """The execution settings of every frame: inference mode without subclass overrides
-(`inference`), and PyTorch's own float32 linear (`Linear`).
+(`inference`), and the float32 linear (`Linear`).
 
-Every float32 product is `F.linear` (MKL), on any thread count. oneDNN's linear (an
+A step's float32 products (one row per reply) go through our kernel where it is used
+(`rows_kernel`), and otherwise through MKL one row at a time (`rows_linear`); every
+other float32 product (a prompt's positions) is `F.linear` (MKL), on any thread count,
+no other torch kernel. oneDNN's linear (an
 internal operator, `torch.ops.mkldnn._linear_pointwise`) splits few-row products better
 over two threads, but builds and caches a primitive per input shape: each new prompt
 length was a new set of cache entries, and a server's resident memory rose without bound
@@ -151,18 +154,14 @@ class Linear(nn.Linear):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if is_step(x) and x.dtype == torch.float32 and self._fits_rows_kernel():
-            out = ROWS_KERNEL(x.reshape(-1, x.shape[-1]).contiguous(), self.weight, self.bias)  # type: ignore[misc]
-            return out.view(*x.shape[:-1], self.weight.shape[0])
+        weight, bias = self.weight, self.bias
+        if ROWS_KERNEL is not None and is_step(x):
+            out = ROWS_KERNEL(x, weight, bias)
+            if out is not None:
+                return out
         if independent_rows(x) > 1:
-            return rows_linear(x, self.weight, self.bias)
-        return F.linear(x, self.weight, self.bias)
-
-    def _fits_rows_kernel(self) -> bool:
-        """Contiguous float32 tensors, as the kernel reads them (checked per call: the
-        parameters may be replaced after construction)."""
-        tensors = (self.weight,) if self.bias is None else (self.weight, self.bias)
-        return ROWS_KERNEL is not None and all(t.dtype == torch.float32 and t.is_contiguous() for t in tensors)
+            return rows_linear(x, weight, bias)
+        return F.linear(x, weight, bias)
 
     @classmethod
     def around(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> Linear:

@@ -30,12 +30,15 @@ logger = logging.getLogger(__name__)
 # The module name setup.py builds the library under.
 LIBRARY_MODULE = "wyoming_pocket_tts_rows"
 
-RowsLinear = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
+RowsLinear = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], "torch.Tensor | None"]
 
 
 def load(module: str = LIBRARY_MODULE) -> RowsLinear | None:
-    """The kernel as `f(x [rows, in], weight [out, in], bias [out] or None) -> [rows, out]`,
-    or None where it is not installed or not the vectorized build (said in the log)."""
+    """The kernel as `f(x [rows, in] or [rows, 1, in], weight [out, in], bias [out] or None)
+    -> [rows, (1,) out]`, which returns None for tensors that are not float32 or a weight or
+    bias that is not contiguous (the caller multiplies those another way, alone and batched
+    alike: nothing that differs between the two); or None
+    where it is not installed or not the vectorized build (said in the log)."""
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
@@ -56,15 +59,17 @@ def load(module: str = LIBRARY_MODULE) -> RowsLinear | None:
     function.argtypes = [ctypes.c_void_p, size, size, ctypes.c_void_p, size, ctypes.c_void_p, ctypes.c_void_p]
     function.restype = None
 
-    def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        tensors = (x, weight) if bias is None else (x, weight, bias)
-        if not all(t.dtype == torch.float32 and t.is_contiguous() for t in tensors):
-            raise ValueError("the rows kernel takes contiguous float32 tensors")  # it reads raw memory
-        rows, inputs = x.shape
-        if weight.shape[1] != inputs or (bias is not None and bias.shape != weight.shape[:1]):
-            raise ValueError(f"shapes do not match: x {tuple(x.shape)}, weight {tuple(weight.shape)}")
-        out = torch.empty(rows, weight.shape[0], dtype=torch.float32)
-        function(x.data_ptr(), rows, inputs, weight.data_ptr(), weight.shape[0],
+    def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor | None:
+        # A few microseconds a call count here (46 calls a step): plain checks, no loops.
+        x = x.contiguous()
+        if not (x.dtype == weight.dtype == torch.float32 and weight.is_contiguous()
+                and (bias is None or (bias.dtype == torch.float32 and bias.is_contiguous()))):  # fmt: skip
+            return None
+        inputs, outputs = x.shape[-1], weight.shape[0]
+        if weight.shape[1] != inputs or (bias is not None and bias.shape[0] != outputs):
+            raise ValueError(f"shapes do not match: x {tuple(x.shape)}, weight {tuple(weight.shape)}")  # raw memory
+        out = torch.empty((*x.shape[:-1], outputs), dtype=torch.float32)
+        function(x.data_ptr(), x.numel() // inputs, inputs, weight.data_ptr(), outputs,
                  None if bias is None else bias.data_ptr(), out.data_ptr())  # fmt: skip
         return out
 
