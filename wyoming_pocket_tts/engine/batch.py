@@ -25,8 +25,9 @@ save nothing there.
 
 A row's audio is bit for bit what it is alone, whatever else is batched with it: each
 row's products give the same bits whatever the other rows (our float32 kernel,
-`rows_kernel`, or else `kernels.rows_linear`; one int8 product per row), its attention over its own cache, its noise from its own generator, its
-decoder groups fixed (1, 1, 2, 2, then 4 frames) rather than "whatever is ready". Every
+`rows_kernel`, or else `kernels.rows_linear`; one int8 product per row), its attention
+over its own cache, its noise from its own generator, its decoder groups fixed (1, 1, 2,
+2, then 4 frames) rather than "whatever is ready". Every
 job runs with one core: a product's rounding may depend on its thread count, and torch's
 thread count is not only per thread (MKL's is process-wide), so a job given every core
 changed the rounding of another reply's job running beside it.
