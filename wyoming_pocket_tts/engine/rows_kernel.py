@@ -6,8 +6,8 @@ torch's kernels give that only one row at a time (`kernels.rows_linear`), paying
 row's time again for every row. This one computes every output of every row the same way
 whatever the number of rows, and reads each block of weights from memory once for all of
 them: on one core of a 2-core x86 VM, the 24 transformer products of the default model's
-step as fast as MKL for one row, 1.7x faster than `rows_linear` for 4 rows and 1.8x for 8
-(docs/batching.md).
+step about as fast as MKL for one row (a reply alone 2-4% slower), 1.7x faster than
+`rows_linear` for 4 rows and 1.8x for 8 (docs/batching.md).
 
 It is a plain C library (no Python API) built by `pip install` where a C compiler is
 found (setup.py) and loaded with ctypes, which releases the GIL for the call like torch
