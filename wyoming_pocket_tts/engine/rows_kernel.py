@@ -35,10 +35,10 @@ RowsLinear = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], "torch.
 
 def load(module: str = LIBRARY_MODULE) -> RowsLinear | None:
     """The kernel as `f(x [rows, in] or [rows, 1, in], weight [out, in], bias [out] or None)
-    -> [rows, (1,) out]`, which returns None for tensors that are not float32 or a weight or
-    bias that is not contiguous (the caller multiplies those another way, alone and batched
-    alike: nothing that differs between the two); or None
-    where it is not installed or not the vectorized build (said in the log)."""
+    -> [rows, (1,) out]`, or None where it is not installed or not the vectorized build
+    (said in the log). `f` returns None for tensors that are not float32 or a weight or
+    bias that is not contiguous: the caller multiplies those another way, alone and batched
+    alike (nothing that differs between the two)."""
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
@@ -59,12 +59,12 @@ def load(module: str = LIBRARY_MODULE) -> RowsLinear | None:
     function.argtypes = [ctypes.c_void_p, size, size, ctypes.c_void_p, size, ctypes.c_void_p, ctypes.c_void_p]
     function.restype = None
 
-    def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor | None:
+    def multiply(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor | None:
         # A few microseconds a call count here (46 calls a step): plain checks, no loops.
-        x = x.contiguous()
         if not (x.dtype == weight.dtype == torch.float32 and weight.is_contiguous()
                 and (bias is None or (bias.dtype == torch.float32 and bias.is_contiguous()))):  # fmt: skip
             return None
+        x = x.contiguous()  # a step's rows are already: no copy
         inputs, outputs = x.shape[-1], weight.shape[0]
         if weight.shape[1] != inputs or (bias is not None and bias.shape[0] != outputs):
             raise ValueError(f"shapes do not match: x {tuple(x.shape)}, weight {tuple(weight.shape)}")  # raw memory
@@ -73,7 +73,7 @@ def load(module: str = LIBRARY_MODULE) -> RowsLinear | None:
                  None if bias is None else bias.data_ptr(), out.data_ptr())  # fmt: skip
         return out
 
-    return rows_linear
+    return multiply
 
 
 # Loaded once, at import, like the cache size in kernels: a property of the install and
