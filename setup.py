@@ -1,6 +1,6 @@
-"""The one compiled part: the float32 kernel of batched FlowLM steps (native/rows_linear.c).
+"""The one compiled part: the kernels of batched steps (native/), float32 and int8.
 
-Everything else is in pyproject.toml. The kernel is a plain shared library, loaded with
+Everything else is in pyproject.toml. The kernels are a plain shared library, loaded with
 ctypes by wyoming_pocket_tts/engine/rows_kernel.py, installed as a top-level module so
 that it is found from a source checkout too. It is optional: without a C compiler the
 install goes on, and the engine batches with torch's kernels (slower with several
@@ -13,7 +13,8 @@ setup(
     ext_modules=[
         Extension(
             "wyoming_pocket_tts_rows",
-            sources=["native/rows_linear.c"],
+            sources=["native/rows_linear.c", "native/rows_int8.c"],
+            depends=["native/rows_int8_body.h"],
             # Fused multiply-adds where the CPU has them (GCC's default for GNU C, said
             # here for other compilers); never -ffast-math, which would let the compiler
             # reorder the sums the kernel fixes.

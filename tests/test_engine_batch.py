@@ -4,6 +4,7 @@ has alone; rows joining, leaving, cancelled, paused; the engine's threads."""
 from __future__ import annotations
 
 import gc
+import platform
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from engine_fixtures import observe_steps_and_decodes, write_voice_recording
 from wyoming_pocket_tts.engine import GenerationOptions, TTSModel, VoiceState, build_demo_model, kernels, quantize_model
 from wyoming_pocket_tts.engine.batch import LOOKAHEAD, MAX_UNREAD
 from wyoming_pocket_tts.engine.kernels import rows_linear
+from wyoming_pocket_tts.engine.quantize import engine_for, machine_engine
 
 NO_EOS = 1e9
 TEXT = "The kitchen lights are on. The door is locked."
@@ -25,11 +27,19 @@ TEXT = "The kitchen lights are on. The door is locked."
 WAIT_S = 600
 
 
-@pytest.fixture(scope="module", params=["float32", "int8"])
+# int8 by the machine's engine (ours where the CPU has VNNI), and by torch's too where
+# that is another one: each must keep a row's bits in a batch.
+TORCH_INT8 = engine_for(platform.machine(), torch.backends.quantized.supported_engines)
+PRECISIONS = ["float32", "int8"] + (["int8 by torch"] if machine_engine() != TORCH_INT8 else [])
+
+
+@pytest.fixture(scope="module", params=PRECISIONS)
 def model(request: pytest.FixtureRequest) -> TTSModel:
     model = build_demo_model()
     if request.param == "int8":
         quantize_model(model)
+    elif request.param == "int8 by torch":
+        quantize_model(model, TORCH_INT8)
     return model
 
 

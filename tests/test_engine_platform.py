@@ -59,7 +59,7 @@ def test_an_int8_linear_packs_for_its_platform_whatever_the_global_engine(global
     previous = torch.backends.quantized.engine
     torch.backends.quantized.engine = global_engine
     try:
-        int8 = Int8Linear(linear)
+        int8 = Int8Linear(linear, PLATFORM_ENGINE)  # torch's (ours packs nothing: tests/test_rows_kernel.py)
         assert torch.backends.quantized.engine == global_engine  # left as the caller set it
         with torch.inference_mode():
             product = int8(x)

@@ -24,8 +24,8 @@ by arithmetic, not by reading weights (four frames cost four times one), so a ba
 save nothing there.
 
 A row's audio is bit for bit what it is alone, whatever else is batched with it: each
-row's products give the same bits whatever the other rows (our float32 kernel,
-`rows_kernel`, or else `kernels.rows_linear`; one int8 product per row), its attention
+row's products give the same bits whatever the other rows (our kernels, `rows_kernel`,
+or else `kernels.rows_linear` and one int8 product per row), its attention
 over its own cache, its noise from its own generator, its decoder groups fixed (1, 1, 2,
 2, then 4 frames) rather than "whatever is ready". Every
 job runs with one core: a product's rounding may depend on its thread count, and torch's

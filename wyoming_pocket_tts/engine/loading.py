@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..core.model_names import names_config_file
 from .hub import HubAccess, is_hub_path, resolve
 from .model import ModelInfo, TTSModel
 from .network import PocketNetwork, load_weights, random_weights
-from .quantize import QuantizedEngine, engine_for, quantize_network
+from .quantize import QuantizedEngine, machine_engine, quantize_network
 from .tokenizer import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -71,7 +70,7 @@ def load_model(
 def quantize_model(model: TTSModel, engine: QuantizedEngine | None = None) -> None:
     """Run the model's main layers in int8 from now on (see `quantize`), with `engine`'s
     kernels (None: the machine's); before any request."""
-    engine = engine or engine_for(platform.machine(), torch.backends.quantized.supported_engines)
+    engine = engine or machine_engine()
     count = quantize_network(model.network, engine)
     model.precision = f"int8/{engine.name}"
     logger.info("int8: quantized %d linears", count)

@@ -20,9 +20,10 @@ How, so that a busy machine cannot tilt the result:
   on one thread, as the FlowLM and the decoder each run on one while a reply streams.
   Each row decodes on its own, so one row's decoding is timed and counted per row (a
   quarter of the time four decoders would take to time).
-- at 1 and at 4 rows (replies batched in one step, see engine/batch.py): float32 reads its
-  weights once per step whatever the number of rows, int8 multiplies each row on its own
-  (its kernel quantizes a whole input with one scale), so the two scale differently.
+- at 1 and at 4 rows (replies batched in one step, see engine/batch.py): the weights are
+  read once per step whatever the number of rows by our kernels, but torch's int8 one
+  (where ours is not used) multiplies each row on its own (it quantizes a whole input with
+  one scale), so the two precisions may scale differently.
 
 The input values do not matter (nothing branches on them), so they are random, fixed by
 a seed; the latents are not fed back, so nothing drifts toward denormals or overflow.
@@ -30,7 +31,6 @@ a seed; the latents are not fed back, so nothing drifts toward denormals or over
 
 from __future__ import annotations
 
-import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -42,7 +42,7 @@ from ..core.precision import MEASURED, FrameTiming, Precision, PrecisionFigures
 from .kernels import inference
 from .mimi import DecoderState
 from .model import TTSModel
-from .quantize import Int8Linear, Int8Slot, engine_for, int8_slots
+from .quantize import Int8Linear, Int8Slot, int8_slots, machine_engine
 from .rows_kernel import ROWS_KERNEL
 
 
@@ -59,18 +59,18 @@ CONTEXT = 160
 # Raised when the measurement changes what it times: remembered figures are then stale.
 # 2: the rows of a batched step each have caches of their own (continuous batching).
 # 3: float32 steps may go through our kernel (engine/rows_kernel.py), said in the identity.
-METHOD_VERSION = 3
+# 4: int8 products may go through ours too (a batch's rows multiplied together), said there.
+METHOD_VERSION = 4
 
 Clock = Callable[[], float]
 
 
 def runtime_identity() -> str:
-    """What the figures depend on besides the CPU and the model: torch, its int8 engine,
-    the float32 step kernel (ours is there once a C compiler was at install) and this
-    measurement's version."""
-    engine = engine_for(platform.machine(), torch.backends.quantized.supported_engines)
+    """What the figures depend on besides the CPU and the model: torch, the int8 and float32
+    step kernels (ours are there once a C compiler was at install, int8 with VNNI only) and
+    this measurement's version."""
     float32 = "ours" if ROWS_KERNEL is not None else "torch"
-    return f"torch {torch.__version__}, int8 by {engine.name}, float32 steps by {float32}, measurement {METHOD_VERSION}"
+    return f"torch {torch.__version__}, int8 by {machine_engine().name}, float32 steps by {float32}, measurement {METHOD_VERSION}"
 
 
 def measure_precisions(model: TTSModel, *, repeats: int = REPEATS, batch_sizes: Sequence[int] = BATCH_SIZES,

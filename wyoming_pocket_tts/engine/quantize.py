@@ -1,13 +1,16 @@
 """int8 linears for the FlowLM transformer, in a few lines.
 
-Weights are stored as int8 with one scale per output channel and multiplied by the
-quantized engine's dynamic kernel (FBGEMM on x86, QNNPACK on ARM), which quantizes the
-activations per call. On this kind of CPU it beats both float32 and the int8 weight-only
-kernel (`_weight_int8pack_mm`) several times over for batch-1 products.
+Weights are stored as int8 with one scale per output channel. Where the CPU has VNNI
+(`rows_kernel.INT8_ROWS_KERNEL`), our kernel multiplies them, quantizing each row of the
+input on its own: a batched step's rows, each as if alone, the weights read once for all.
+Elsewhere the quantized engine's dynamic kernel does (FBGEMM on x86, QNNPACK on ARM),
+which quantizes the whole input with one scale: a batched step then multiplies one row at
+a time. On this kind of CPU both beat float32 and the int8 weight-only kernel
+(`_weight_int8pack_mm`) several times over for batch-1 products.
 
-Each `Int8Linear` packs its weights for the engine of the machine it runs on
-(`engine_for`), whatever torch's global engine is, and leaves that global alone: the packed
-weights carry their engine, so every later product runs on it too.
+Where torch's kernel multiplies, each `Int8Linear` packs its weights for the engine of
+the machine it runs on (`engine_for`), whatever torch's global engine is, and leaves that
+global alone: the packed weights carry their engine, so every later product runs on it too.
 
 Applied to the attention (in_proj, out_proj) and feed-forward (linear1, linear2) layers
 of the FlowLM transformer (~85% of the weights read per frame) and of the Mimi decoder's
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import platform
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -33,6 +36,7 @@ from .flow_lm import SamplerHead
 from .kernels import independent_rows
 from .layers import Transformer
 from .network import PocketNetwork
+from .rows_kernel import INT8_ROWS_KERNEL
 
 
 # The operator itself, looked up once: resolving `torch.ops.quantized.linear_dynamic` and
@@ -57,6 +61,9 @@ class QuantizedEngine:
 
 FBGEMM = QuantizedEngine("fbgemm", reduce_range=True)
 QNNPACK = QuantizedEngine("qnnpack", reduce_range=False)
+# Our kernel (`rows_kernel.INT8_ROWS_KERNEL`): VNNI adds its byte products in int32, so
+# activations take all 8 bits there too.
+OURS = QuantizedEngine("ours", reduce_range=False)
 # Preference per machine, best first; the first one this torch build supports is used.
 _PREFERENCE = {
     "x86_64": (FBGEMM, QNNPACK), "amd64": (FBGEMM, QNNPACK), "i686": (FBGEMM, QNNPACK),
@@ -81,6 +88,21 @@ def engines_for(machine: str, supported: Sequence[str]) -> tuple[QuantizedEngine
     return tuple(engine for engine in _PREFERENCE.get(machine.lower(), (FBGEMM, QNNPACK)) if engine.name in supported)
 
 
+def machine_engines() -> tuple[QuantizedEngine, ...]:
+    """Every int8 engine this process can use, the preferred first: ours where its kernel
+    is used (faster for one row and for a batch, see the module's docstring), then
+    torch's for this machine (`engines_for`)."""
+    ours = (OURS,) if INT8_ROWS_KERNEL is not None else ()
+    return ours + engines_for(platform.machine(), torch.backends.quantized.supported_engines)
+
+
+def machine_engine() -> QuantizedEngine:
+    """The int8 engine this process uses unless told otherwise."""
+    if INT8_ROWS_KERNEL is not None:
+        return OURS
+    return engine_for(platform.machine(), torch.backends.quantized.supported_engines)
+
+
 @contextmanager
 def _packing_with(engine: QuantizedEngine) -> Iterator[None]:
     """Select `engine` while weights are packed, then restore torch's global choice."""
@@ -93,9 +115,12 @@ def _packing_with(engine: QuantizedEngine) -> Iterator[None]:
 
 
 class Int8Linear(nn.Module):
+    """An int8 linear multiplied by `engine` (None: `machine_engine()`): ours, or torch's
+    dynamic kernel packed for that engine."""
+
     def __init__(self, linear: nn.Linear, engine: QuantizedEngine | None = None) -> None:
         super().__init__()
-        self.engine = engine or engine_for(platform.machine(), torch.backends.quantized.supported_engines)
+        self.engine = engine or machine_engine()
         weight = linear.weight.detach().float()
         scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=1e-12).double()
         with warnings.catch_warnings():
@@ -103,20 +128,30 @@ class Int8Linear(nn.Module):
             # every platform we ship to; the packed kernel itself is current.
             warnings.simplefilter("ignore", UserWarning)
             qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.long), 0, torch.qint8)
-        bias = None if linear.bias is None else linear.bias.detach().float()
-        with _packing_with(self.engine):
-            self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
-        self.reduce_range = self.engine.reduce_range
+        bias = None if linear.bias is None else linear.bias.detach().float().contiguous()
         self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.rows_product: Callable[[torch.Tensor], torch.Tensor] | None = None
+        if self.engine == OURS:
+            if INT8_ROWS_KERNEL is None:
+                raise RuntimeError("our int8 kernel is not used on this machine (no VNNI, or not built)")
+            # Only our weights are kept, not torch's packed ones beside them (twice the
+            # memory): ours multiplies a prompt's positions too.
+            values = qweight.int_repr().contiguous()
+            self.rows_product = INT8_ROWS_KERNEL(values, scales.float(), values.sum(dim=1, dtype=torch.int32), bias)
+        else:
+            with _packing_with(self.engine):
+                self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rows_product is not None:
+            return self.rows_product(x)
         rows = independent_rows(x)
         if rows > 1:
             # The dynamic kernel quantizes its whole input with one scale: rows multiplied
             # together would change each other's rounding. One product per row keeps each
             # reply's audio what it is alone (the packed weights stay in the cache between them).
-            return torch.cat([_LINEAR_DYNAMIC(x[row : row + 1], self.packed, self.reduce_range) for row in range(rows)])
-        return _LINEAR_DYNAMIC(x, self.packed, self.reduce_range)
+            return torch.cat([_LINEAR_DYNAMIC(x[row : row + 1], self.packed, self.engine.reduce_range) for row in range(rows)])
+        return _LINEAR_DYNAMIC(x, self.packed, self.engine.reduce_range)
 
 
 @dataclass(frozen=True)
@@ -160,8 +195,8 @@ def int8_slots(network: PocketNetwork) -> list[Int8Slot]:
 
 
 def quantize_network(network: PocketNetwork, engine: QuantizedEngine | None = None) -> int:
-    """Swap the network's float32 linears for int8 ones in place, packed for `engine`
-    (None: the machine's, see `engine_for`); returns how many."""
+    """Swap the network's float32 linears for int8 ones in place, multiplied by `engine`
+    (None: the machine's, see `machine_engine`); returns how many."""
     slots = int8_slots(network)
     for slot in slots:
         slot.put(Int8Linear(slot.get(), engine))
