@@ -3,13 +3,15 @@ int8 linears that use it (engine/quantize.py)."""
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import platform
 
 import pytest
 import torch
 
 from test_rows_kernel import cpu_flags
-from wyoming_pocket_tts.engine import quantize
+from wyoming_pocket_tts.engine import quantize, rows_kernel
 from wyoming_pocket_tts.engine.quantize import OURS, Int8Linear, engine_for, machine_engine
 from wyoming_pocket_tts.engine.rows_kernel import INT8_ROWS_KERNEL, load_int8
 
@@ -176,3 +178,12 @@ def test_without_it_int8_uses_torchs_engine(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_missing_library_is_no_int8_kernel() -> None:
     assert load_int8("wyoming_pocket_tts_no_such_library") is None
+
+
+def test_a_library_built_without_it_is_no_int8_kernel(monkeypatch: pytest.MonkeyPatch,
+                                                       caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    """A library from an older checkout (installed before the int8 kernel existed)."""
+    monkeypatch.setattr(rows_kernel, "_open", lambda module: ctypes.CDLL(None))  # the process's own symbols
+    with caplog.at_level(logging.WARNING):
+        assert load_int8() is None
+    assert "pip install ." in caplog.text

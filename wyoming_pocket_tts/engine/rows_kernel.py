@@ -107,6 +107,9 @@ def load_int8(module: str = LIBRARY_MODULE, instructions: str = "best") -> Int8P
     if library is None:
         return None
     code = INT8_INSTRUCTIONS[instructions]
+    if not hasattr(library, "rows_int8_supported"):  # built from an older checkout
+        logger.warning("%s has no int8 kernel (reinstall: pip install .): int8 products use torch's engine", module)
+        return None
     library.rows_int8_supported.argtypes = [ctypes.c_int]
     if not library.rows_int8_supported(code):
         logger.debug("%s: no VNNI (%s) on this CPU: int8 products use torch's engine", module, instructions)
