@@ -29,6 +29,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
+from .huge_pages import weight_tensor
+
 
 _DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
@@ -40,7 +42,7 @@ _DTYPES = {
 def read_safetensors(path: Path, select: Callable[[str], bool] = lambda key: True,
                      mapped: frozenset[str] = frozenset()) -> dict[str, torch.Tensor]:
     """Read the selected tensors of a safetensors file with plain reads into freshly
-    allocated tensors, except those named in `mapped`, which are copy-on-write views of a
+    allocated tensors (in huge pages where they are big enough, see `huge_pages`), except those named in `mapped`, which are copy-on-write views of a
     memory map of the file (a lookup table: only the rows looked up are ever read)."""
     tensors = {}
     with open(path, "rb") as file:
@@ -57,7 +59,7 @@ def read_safetensors(path: Path, select: Callable[[str], bool] = lambda key: Tru
                 raw = np.memmap(file, dtype=np.uint8, mode="c", offset=data_start + start, shape=(nbytes,))
                 tensors[name] = torch.from_numpy(raw).view(dtype).view(shape)
                 continue
-            tensor = torch.empty(shape, dtype=dtype)
+            tensor = weight_tensor(tuple(shape), dtype)
             file.seek(data_start + start)
             if nbytes and file.readinto(memoryview(tensor.view(-1).view(torch.uint8).numpy())) != nbytes:
                 raise ValueError(f"{name}: file truncated")
