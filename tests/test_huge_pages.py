@@ -57,13 +57,18 @@ def test_a_big_weight_starts_a_huge_page_of_a_mapping_of_its_own() -> None:
 
 
 def test_a_small_tensor_and_a_system_without_madvise_get_plain_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No mapping of their own (torch.empty's memory: other code may advise that too, so
+    the test watches for our mapping being made, not for the flag)."""
+
+    def no_mapping(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a mapping of its own was made")
+
+    monkeypatch.setattr(huge_pages.mmap, "mmap", no_mapping)
     small = weight_tensor((16, 16), torch.int8)
     assert small.shape == (16, 16) and small.dtype == torch.int8
     monkeypatch.setattr(huge_pages, "_ADVICE", None)
     plain = weight_tensor((1024, 1024), torch.float32)
-    assert plain.shape == (1024, 1024)
-    mapping = mapping_of(plain.data_ptr())
-    assert mapping is None or "hg" not in mapping["VmFlags"].split()
+    assert plain.shape == (1024, 1024) and plain.dtype == torch.float32 and plain.is_contiguous()
 
 
 @needs_thp
