@@ -7,7 +7,7 @@ float32. So the server times both on the machine itself, once, and remembers the
 (server/precision.py decides and keeps them; this module only measures).
 
 How, so that a busy machine cannot tilt the result:
-- the same process, the same loaded weights: the int8 linears are packed beside the
+- the same process, the same loaded weights: the int8 linears are made beside the
   float32 ones and swapped in and out (`Int8Slot`), so both run on the same memory, the
   same thread, the same allocator state;
 - interleaved rounds, the order alternating (float32 then int8, int8 then float32, ...),
