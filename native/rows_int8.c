@@ -138,13 +138,6 @@ static inline int32_t dot_tail(const uint8_t *q, const int8_t *w, ptrdiff_t from
 #define LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
 #define SUM sum_lanes
 #include "rows_int8_body.h"
-#undef PRODUCT
-#undef DPBUSD
-#undef VECTOR
-#undef WIDTH
-#undef ZERO
-#undef LOAD
-#undef SUM
 #pragma GCC pop_options
 
 /* 64 bytes an instruction: AVX-512 VNNI (Ice Lake, Tiger Lake, Zen 4, ...); for one row
@@ -159,13 +152,6 @@ static inline int32_t dot_tail(const uint8_t *q, const int8_t *w, ptrdiff_t from
 #define LOAD(p) _mm512_loadu_si512((const void *)(p))
 #define SUM _mm512_reduce_add_epi32
 #include "rows_int8_body.h"
-#undef PRODUCT
-#undef DPBUSD
-#undef VECTOR
-#undef WIDTH
-#undef ZERO
-#undef LOAD
-#undef SUM
 #pragma GCC pop_options
 
 typedef void (*product_fn)(const float *, ptrdiff_t, ptrdiff_t, const int8_t *, ptrdiff_t, uint8_t *, float *,

@@ -1,7 +1,9 @@
 /*
- * The body of the int8 product (rows_int8.c includes it once per instruction set, with
- * PRODUCT naming the function and DPBUSD the instruction that multiplies 32 bytes of a
- * row by 32 of a weight row and adds each four products into one of 8 int32 sums).
+ * The body of the int8 product. rows_int8.c includes it once per instruction set, after
+ * defining PRODUCT (the function's name), DPBUSD (the instruction that multiplies WIDTH
+ * bytes of a row by as many of a weight row, each four products added into an int32
+ * lane), VECTOR, WIDTH, ZERO, LOAD and SUM (that vector type, its width in bytes, a zero
+ * vector, an unaligned load, the sum of its lanes); they are undefined at the end.
  */
 
 /* Quantize each row on its own (see rows_int8.c), then dots[r, j] = sum_k q[r, k] * w[j, k]:
@@ -40,3 +42,11 @@ static void PRODUCT(const float *x, ptrdiff_t rows, ptrdiff_t in, const int8_t *
         }
     }
 }
+
+#undef PRODUCT
+#undef DPBUSD
+#undef VECTOR
+#undef WIDTH
+#undef ZERO
+#undef LOAD
+#undef SUM
